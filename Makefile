@@ -1,0 +1,68 @@
+# irqlab: `make demo` and `make test` set everything up on a fresh machine
+# (apt packages, a virtualenv with every pip dependency, the Rust crates and the
+# native module) and then run. Every step is idempotent.
+
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+CARGO ?= cargo
+# Debian packages the tests need (GHDL simulates the Latencies IP).
+APT_PACKAGES := ghdl
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export VIRTUAL_ENV := $(CURDIR)/$(VENV)
+
+.PHONY: all setup apt venv develop demo test test-rust test-python lint bench clean
+
+all: setup
+
+## ---- set-up ---------------------------------------------------------------
+
+apt:
+	@missing=""; for p in $(APT_PACKAGES); do \
+	  dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing Debian packages:$$missing"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(VENV)/.deps: requirements-dev.txt
+	python3 -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q -r requirements-dev.txt
+	touch $@
+
+venv: $(VENV)/.deps
+
+develop: venv
+	$(VENV)/bin/maturin develop --release -q
+
+setup: apt develop
+
+## ---- the two commands -----------------------------------------------------
+
+demo: setup
+	$(VENV)/bin/irqlab demo
+
+test: setup lint test-rust test-python
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
+	$(VENV)/bin/ruff check python tests bench hdl
+
+test-rust:
+	$(CARGO) test --workspace --exclude irqlab-py -q
+
+test-python:
+	$(PY) -m pytest -q
+
+## ---- benchmarks (not part of the test suite) ------------------------------
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	$(CARGO) clean
+	rm -rf $(VENV) out

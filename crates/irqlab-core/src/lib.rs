@@ -1,0 +1,24 @@
+//! irqlab-core: the scheduling core of irqlab.
+//!
+//! What it is: the VCPU servers of QUEST-VCPU (sporadic server for Main
+//! VCPUs, PIBS for I/O VCPUs) and their relatives (deferrable, polling, CBS,
+//! unbounded), one fixed-priority scheduler per physical CPU (QUEST-VCPU
+//! Alg. 1 and 2), and the latency recorder (software twin of the LATENCY-IP
+//! Latencies IP).
+//!
+//! Design principles:
+//! * Pure state machine: the caller passes `now`; the core never reads a
+//!   clock, does no I/O and returns the next time it must be called back
+//!   (the LITMUS^RT reservation contract: update time, call, arm the timer).
+//! * Every policy is the four hooks of QUEST-VCPU Alg. 1 (`end_timeslice`,
+//!   `update_budget`, `next_event`, `unblock`); the scheduler is shared.
+//! * Integer nanoseconds and exact rationals; valid input never panics.
+#![cfg_attr(not(any(feature = "std", test)), no_std)]
+
+extern crate alloc;
+
+pub mod error;
+pub mod time;
+
+pub use error::CoreError;
+pub use time::{Nanos, Utilization};

@@ -1,0 +1,3 @@
+from irqlab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,1 @@
+"""One module per `irqlab` command; see irqlab.cli."""
