@@ -17,8 +17,21 @@
 
 extern crate alloc;
 
+pub mod cbs;
 pub mod error;
+pub mod periodic;
+pub mod pibs;
+mod prio_index;
+pub mod scheduler;
+pub mod server;
+pub mod sporadic;
 pub mod time;
 
+pub use cbs::Cbs;
 pub use error::CoreError;
+pub use periodic::{DeferrableServer, PollingServer};
+pub use pibs::{Inherit, Pibs};
+pub use scheduler::{Dispatch, SchedStats, Scheduler, ServerId, ThreadId, ThreadPolicy};
+pub use server::{Class, PriorityKey, Server, ServerPolicy, ServerPriority, UnblockCtx, Unbounded};
+pub use sporadic::{Replenishment, SporadicServer, DEFAULT_MAX_REPL};
 pub use time::{Nanos, Utilization};

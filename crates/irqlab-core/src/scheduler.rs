@@ -1,0 +1,608 @@
+//! The per-CPU scheduler: QUEST-VCPU Alg. 1 (`schedule`) and Alg. 2
+//! (`wakeup`), plus `block`.
+//!
+//! What it is: the one place where irqlab decides what runs. It owns the
+//! servers of one physical CPU and their threads; the simulator and the Linux
+//! runtime feed it time and events and carry out its `Dispatch`.
+//!
+//! Contract (LITMUS^RT reservation style): the caller passes `now` (never
+//! decreasing) to every call; `schedule` charges the time since the previous
+//! call to the server that was dispatched, decides, and returns
+//! `next_update`, the latest time by which `schedule` must be called again
+//! (budget exhaustion of the chosen server, the earliest replenishment of a
+//! runnable server of higher priority, or the end of a round-robin slice).
+//! The caller must also call `schedule` when `wakeup` asks for preemption and
+//! when the running thread blocks.
+//!
+//! Design principles:
+//! * O(log n) per decision in the number of servers (10,000 servers on a
+//!   CPU is supported): servers with budget sit in an ordered set; runnable
+//!   servers waiting for budget sit in a time-ordered set and in a
+//!   priority-ordered index augmented with subtree minima (`PrioIndex`), so
+//!   Alg. 1 lines 13-17 are a single O(log n) query. Quest scans lists.
+//! * Order: class (deadline > fixed priority), then the policy key, then
+//!   the server id (deterministic ties). Depleted servers in background mode
+//!   run below every server with budget; their background time is not
+//!   charged to their budget.
+//! * Threads inside a server: fixed priority (FIFO among equals, like
+//!   SCHED_FIFO) or round robin with a quantum.
+
+use alloc::collections::{BTreeSet, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::cmp::Reverse;
+
+use crate::error::CoreError;
+use crate::pibs::Pibs;
+use crate::prio_index::PrioIndex;
+use crate::server::{PriorityKey, Server, ServerPolicy, UnblockCtx};
+use crate::time::Nanos;
+
+/// Index of a server in its scheduler.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServerId(pub usize);
+
+/// Index of a thread in its scheduler.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ThreadId(pub usize);
+
+/// How a server picks among its runnable threads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ThreadPolicy {
+    /// Highest thread priority first; FIFO among equal priorities.
+    FixedPriority,
+    /// Round robin with the given quantum.
+    RoundRobin { quantum: Nanos },
+}
+
+/// What to run now, and until when at the latest.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Dispatch {
+    /// `None`: idle.
+    pub server: Option<ServerId>,
+    pub thread: Option<ThreadId>,
+    /// The server runs depleted, below every server with budget.
+    pub background: bool,
+    /// Call `schedule` again at this time at the latest (`None`: only on
+    /// the next wake-up or block).
+    pub next_update: Option<Nanos>,
+}
+
+/// Counters for the scheduler-overhead model (QUEST-VCPU Figures 4, 7).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchedStats {
+    pub schedule_calls: u64,
+    pub wakeups: u64,
+    pub blocks: u64,
+    /// Dispatches of a different server than before.
+    pub server_switches: u64,
+    /// Time charged to foreground servers and spent in background mode.
+    pub busy: Nanos,
+    pub background: Nanos,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Place {
+    /// Not runnable.
+    Idle,
+    /// Dispatched now.
+    Running,
+    /// Runnable with budget.
+    Ready(PriorityKey),
+    /// Runnable without budget; replenishment at `time` if any.
+    Waiting {
+        key: PriorityKey,
+        time: Option<Nanos>,
+        background: bool,
+    },
+}
+
+#[derive(Clone, Debug)]
+enum RunQueue {
+    Fp(BTreeSet<(Reverse<u32>, u64, usize)>),
+    Rr {
+        quantum: Nanos,
+        queue: VecDeque<usize>,
+        slice_used: Nanos,
+    },
+}
+
+impl RunQueue {
+    fn len(&self) -> usize {
+        match self {
+            RunQueue::Fp(s) => s.len(),
+            RunQueue::Rr { queue, .. } => queue.len(),
+        }
+    }
+    fn first(&self) -> Option<usize> {
+        match self {
+            RunQueue::Fp(s) => s.first().map(|e| e.2),
+            RunQueue::Rr { queue, .. } => queue.front().copied(),
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct ServerSlot {
+    name: String,
+    server: Server,
+    runq: RunQueue,
+    place: Place,
+}
+
+#[derive(Clone, Debug)]
+struct ThreadSlot {
+    name: String,
+    server: usize,
+    priority: u32,
+    runnable: bool,
+    /// Entry in a fixed-priority run queue.
+    fp_entry: Option<(Reverse<u32>, u64, usize)>,
+}
+
+#[derive(Copy, Clone, Debug)]
+struct Current {
+    server: usize,
+    thread: usize,
+    background: bool,
+}
+
+/// One physical CPU's scheduler.
+#[derive(Clone, Debug, Default)]
+pub struct Scheduler {
+    servers: Vec<ServerSlot>,
+    threads: Vec<ThreadSlot>,
+    ready: BTreeSet<PriorityKey>,
+    background: BTreeSet<PriorityKey>,
+    waiting: PrioIndex,
+    timers: BTreeSet<(Nanos, usize)>,
+    current: Option<Current>,
+    t_prev: Nanos,
+    last_now: Nanos,
+    seq: u64,
+    stats: SchedStats,
+}
+
+impl Scheduler {
+    pub fn new() -> Scheduler {
+        Scheduler::default()
+    }
+
+    fn check_time(&mut self, now: Nanos) -> Result<(), CoreError> {
+        if now < self.last_now {
+            return Err(CoreError::TimeWentBackwards {
+                now,
+                last: self.last_now,
+            });
+        }
+        self.last_now = now;
+        Ok(())
+    }
+
+    fn slot(&self, id: ServerId) -> Result<&ServerSlot, CoreError> {
+        self.servers.get(id.0).ok_or(CoreError::UnknownServer(id.0))
+    }
+
+    fn thread_slot(&self, id: ThreadId) -> Result<&ThreadSlot, CoreError> {
+        self.threads.get(id.0).ok_or(CoreError::UnknownThread(id.0))
+    }
+
+    /// Add a server. Servers start idle (no runnable thread).
+    pub fn add_server(
+        &mut self,
+        name: impl Into<String>,
+        server: Server,
+        threads: ThreadPolicy,
+    ) -> Result<ServerId, CoreError> {
+        let runq = match threads {
+            ThreadPolicy::FixedPriority => RunQueue::Fp(BTreeSet::new()),
+            ThreadPolicy::RoundRobin { quantum } => {
+                if quantum.is_zero() {
+                    return Err(CoreError::ZeroQuantum);
+                }
+                RunQueue::Rr {
+                    quantum,
+                    queue: VecDeque::new(),
+                    slice_used: Nanos::ZERO,
+                }
+            }
+        };
+        self.servers.push(ServerSlot {
+            name: name.into(),
+            server,
+            runq,
+            place: Place::Idle,
+        });
+        Ok(ServerId(self.servers.len() - 1))
+    }
+
+    /// Add a thread to a server; threads start blocked. `priority`: higher
+    /// is more urgent (used by fixed-priority servers).
+    pub fn add_thread(
+        &mut self,
+        name: impl Into<String>,
+        server: ServerId,
+        priority: u32,
+    ) -> Result<ThreadId, CoreError> {
+        self.slot(server)?;
+        self.threads.push(ThreadSlot {
+            name: name.into(),
+            server: server.0,
+            priority,
+            runnable: false,
+            fp_entry: None,
+        });
+        Ok(ThreadId(self.threads.len() - 1))
+    }
+
+    pub fn num_servers(&self) -> usize {
+        self.servers.len()
+    }
+    pub fn num_threads(&self) -> usize {
+        self.threads.len()
+    }
+    pub fn server(&self, id: ServerId) -> Result<&Server, CoreError> {
+        Ok(&self.slot(id)?.server)
+    }
+    pub fn server_name(&self, id: ServerId) -> Result<&str, CoreError> {
+        Ok(&self.slot(id)?.name)
+    }
+    pub fn thread_name(&self, id: ThreadId) -> Result<&str, CoreError> {
+        Ok(&self.thread_slot(id)?.name)
+    }
+    pub fn thread_server(&self, id: ThreadId) -> Result<ServerId, CoreError> {
+        Ok(ServerId(self.thread_slot(id)?.server))
+    }
+    pub fn thread_runnable(&self, id: ThreadId) -> Result<bool, CoreError> {
+        Ok(self.thread_slot(id)?.runnable)
+    }
+    /// The server's priority key as the scheduler orders it now.
+    pub fn priority_key(&self, id: ServerId) -> Result<PriorityKey, CoreError> {
+        let s = self.slot(id)?;
+        let (class, key) = s.server.key();
+        Ok(PriorityKey {
+            class,
+            key,
+            id: id.0,
+        })
+    }
+    pub fn is_runnable(&self, id: ServerId) -> Result<bool, CoreError> {
+        Ok(self.slot(id)?.runq.len() > 0)
+    }
+    pub fn stats(&self) -> SchedStats {
+        self.stats
+    }
+    /// The dispatched server and thread, if any.
+    pub fn current(&self) -> Option<(ServerId, ThreadId)> {
+        self.current
+            .map(|c| (ServerId(c.server), ThreadId(c.thread)))
+    }
+    /// Replenishment-queue operations of every sporadic server so far.
+    pub fn replenishment_ops(&self) -> u64 {
+        self.servers
+            .iter()
+            .map(|s| match &s.server {
+                Server::Sporadic(ss) => ss.ops,
+                _ => 0,
+            })
+            .sum()
+    }
+
+    fn key_of(&self, id: usize) -> PriorityKey {
+        let (class, key) = self.servers[id].server.key();
+        PriorityKey { class, key, id }
+    }
+
+    /// Remove a server from whichever set holds it.
+    fn unplace(&mut self, id: usize) {
+        match core::mem::replace(&mut self.servers[id].place, Place::Idle) {
+            Place::Idle | Place::Running => {}
+            Place::Ready(k) => {
+                self.ready.remove(&k);
+            }
+            Place::Waiting {
+                key,
+                time,
+                background,
+            } => {
+                if let Some(t) = time {
+                    self.waiting.remove(id);
+                    self.timers.remove(&(t, id));
+                }
+                if background {
+                    self.background.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// Put an unplaced server where it belongs at `now` (Alg. 1 line 3:
+    /// `update-budget` before checking the budget).
+    fn place(&mut self, id: usize, now: Nanos) {
+        if self.servers[id].runq.len() == 0 {
+            self.servers[id].place = Place::Idle;
+            return;
+        }
+        self.servers[id].server.update_budget(now);
+        let key = self.key_of(id);
+        let s = &self.servers[id].server;
+        if !s.budget().is_zero() {
+            self.ready.insert(key);
+            self.servers[id].place = Place::Ready(key);
+            return;
+        }
+        let time = s.next_event(now);
+        let background = s.background();
+        if let Some(t) = time {
+            self.waiting.insert(key, t);
+            self.timers.insert((t, id));
+        }
+        if background {
+            self.background.insert(key);
+        }
+        self.servers[id].place = Place::Waiting {
+            key,
+            time,
+            background,
+        };
+    }
+
+    /// QUEST-VCPU Alg. 1 `schedule`.
+    pub fn schedule(&mut self, now: Nanos) -> Result<Dispatch, CoreError> {
+        self.check_time(now)?;
+        self.stats.schedule_calls += 1;
+        // Lines 1-2: charge the elapsed time to the current VCPU.
+        let dt = now - self.t_prev;
+        let prev = self.current.take();
+        if let Some(cur) = prev {
+            let runnable = self.servers[cur.server].runq.len() > 0;
+            let charged = if cur.background {
+                self.stats.background += dt;
+                Nanos::ZERO
+            } else {
+                self.stats.busy += dt;
+                dt
+            };
+            let slot = &mut self.servers[cur.server];
+            slot.server.end_timeslice(now, charged, runnable);
+            if let RunQueue::Rr {
+                quantum,
+                queue,
+                slice_used,
+            } = &mut slot.runq
+            {
+                if queue.front() == Some(&cur.thread) {
+                    *slice_used += dt;
+                    if *slice_used >= *quantum && queue.len() > 1 {
+                        queue.rotate_left(1);
+                        *slice_used = Nanos::ZERO;
+                    }
+                }
+            }
+            self.place(cur.server, now);
+        }
+        // Replenishments due by now (Alg. 1 line 3, update-budget).
+        while let Some(&(t, id)) = self.timers.first() {
+            if t > now {
+                break;
+            }
+            self.unplace(id);
+            self.place(id, now);
+        }
+        // Line 3: highest priority with budget; else background; else idle.
+        let (chosen, background) = match self.ready.first() {
+            Some(k) => (Some(k.id), false),
+            None => (self.background.first().map(|k| k.id), true),
+        };
+        let Some(sid) = chosen else {
+            self.t_prev = now;
+            return Ok(Dispatch {
+                server: None,
+                thread: None,
+                background: false,
+                next_update: self.timers.first().map(|&(t, _)| t),
+            });
+        };
+        let key = self.key_of(sid);
+        self.unplace(sid);
+        self.servers[sid].place = Place::Running;
+        // Line 7: next thread of the chosen VCPU (the run queue is not
+        // empty: only runnable servers are placed).
+        let tid = self.servers[sid].runq.first().unwrap_or(usize::MAX);
+        if prev.is_none_or(|p| p.server != sid) {
+            self.stats.server_switches += 1;
+        }
+        let mut next: Option<Nanos> = None;
+        let mut earliest = |t: Nanos| {
+            next = Some(next.map_or(t, |n: Nanos| n.min(t)));
+        };
+        if background {
+            // Any replenishment, its own included, brings a foreground
+            // server back.
+            if let Some(&(t, _)) = self.timers.first() {
+                earliest(t);
+            }
+            if let Some(t) = self.servers[sid].server.next_event(now) {
+                earliest(t);
+            }
+        } else {
+            // Line 13: budget exhaustion of the chosen VCPU.
+            let b = self.servers[sid].server.budget();
+            if b != Nanos::MAX {
+                earliest(now + b);
+            }
+            // Lines 14-17: earliest next-event of a higher-priority VCPU.
+            if let Some(t) = self.waiting.min_time_below(&key) {
+                earliest(t);
+            }
+        }
+        if let RunQueue::Rr {
+            quantum,
+            queue,
+            slice_used,
+        } = &mut self.servers[sid].runq
+        {
+            if prev.is_none_or(|p| p.thread != tid) {
+                *slice_used = Nanos::ZERO;
+            }
+            if queue.len() > 1 {
+                earliest(now + (*quantum - *slice_used));
+            }
+        }
+        // Lines 19-21.
+        self.t_prev = now;
+        self.current = Some(Current {
+            server: sid,
+            thread: tid,
+            background,
+        });
+        Ok(Dispatch {
+            server: Some(ServerId(sid)),
+            thread: Some(ThreadId(tid)),
+            background,
+            next_update: next,
+        })
+    }
+
+    /// QUEST-VCPU Alg. 2 `wakeup` of a thread. `inherit_period` is the
+    /// period of the Main VCPU on whose behalf an I/O VCPU's thread is woken
+    /// (PIBS, Alg. 10); it may be given again for a thread that is already
+    /// runnable (a further request). Returns `true` when the caller must
+    /// call `schedule` now (line 5-6: preemption).
+    pub fn wakeup(
+        &mut self,
+        now: Nanos,
+        thread: ThreadId,
+        inherit_period: Option<Nanos>,
+    ) -> Result<bool, CoreError> {
+        self.check_time(now)?;
+        let t = self.thread_slot(thread)?.clone();
+        if t.runnable && inherit_period.is_none() {
+            return Ok(false);
+        }
+        self.stats.wakeups += 1;
+        let sid = t.server;
+        let running = self.current.is_some_and(|c| c.server == sid);
+        let was_active = running || self.servers[sid].runq.len() > 0;
+        // Line 1: place the thread on its VCPU's run queue.
+        if !t.runnable {
+            self.seq += 1;
+            let entry = (Reverse(t.priority), self.seq, thread.0);
+            let slot = &mut self.servers[sid];
+            match &mut slot.runq {
+                RunQueue::Fp(set) => {
+                    set.insert(entry);
+                }
+                RunQueue::Rr { queue, .. } => queue.push_back(thread.0),
+            }
+            let ts = &mut self.threads[thread.0];
+            ts.runnable = true;
+            ts.fp_entry = Some(entry);
+        }
+        // Lines 2-4: VCPU on the run queue, unblock, update-budget.
+        let ctx = UnblockCtx {
+            was_active,
+            running,
+            inherit_period,
+        };
+        self.servers[sid].server.unblock(now, ctx);
+        if running {
+            // Thread-level preemption inside the running server.
+            let first = self.servers[sid].runq.first();
+            let cur = self.current.map(|c| c.thread);
+            return Ok(first != cur && !t.runnable);
+        }
+        self.unplace(sid);
+        self.place(sid, now);
+        // Line 5: preempt if the VCPU has budget and the current one is
+        // idle, in background, or of lower priority.
+        let Place::Ready(k) = self.servers[sid].place else {
+            return Ok(match self.current {
+                None => matches!(
+                    self.servers[sid].place,
+                    Place::Waiting {
+                        background: true,
+                        ..
+                    }
+                ),
+                Some(_) => false,
+            });
+        };
+        Ok(match self.current {
+            None => true,
+            Some(c) => c.background || k < self.key_of(c.server),
+        })
+    }
+
+    /// A thread blocks. Returns `true` when it was the running thread (the
+    /// caller must call `schedule` now).
+    pub fn block(&mut self, now: Nanos, thread: ThreadId) -> Result<bool, CoreError> {
+        self.check_time(now)?;
+        let t = self.thread_slot(thread)?.clone();
+        if !t.runnable {
+            return Ok(false);
+        }
+        self.stats.blocks += 1;
+        let sid = t.server;
+        let slot = &mut self.servers[sid];
+        match &mut slot.runq {
+            RunQueue::Fp(set) => {
+                if let Some(e) = t.fp_entry {
+                    set.remove(&e);
+                }
+            }
+            RunQueue::Rr {
+                queue, slice_used, ..
+            } => {
+                if queue.front() == Some(&thread.0) {
+                    *slice_used = Nanos::ZERO;
+                }
+                queue.retain(|&x| x != thread.0);
+            }
+        }
+        let ts = &mut self.threads[thread.0];
+        ts.runnable = false;
+        ts.fp_entry = None;
+        let is_current = self.current.is_some_and(|c| c.thread == thread.0);
+        let server_running = self.current.is_some_and(|c| c.server == sid);
+        if !server_running {
+            // A non-running server's thread left: re-place (it may now be
+            // idle). Its budget is unaffected: it did not run.
+            self.unplace(sid);
+            self.place(sid, now);
+        }
+        Ok(is_current)
+    }
+
+    /// Strict PIBS inheritance: service of one request for a Main VCPU of
+    /// period `main_period` by I/O server `server` has finished.
+    pub fn io_service_done(
+        &mut self,
+        now: Nanos,
+        server: ServerId,
+        main_period: Nanos,
+    ) -> Result<(), CoreError> {
+        self.check_time(now)?;
+        let slot = self
+            .servers
+            .get_mut(server.0)
+            .ok_or(CoreError::UnknownServer(server.0))?;
+        let Server::Pibs(p) = &mut slot.server else {
+            return Err(CoreError::NotPibs(server.0));
+        };
+        p.service_done(main_period);
+        if !matches!(slot.place, Place::Running | Place::Idle) {
+            self.unplace(server.0);
+            self.place(server.0, now);
+        }
+        Ok(())
+    }
+
+    /// The PIBS state of an I/O server.
+    pub fn pibs(&self, server: ServerId) -> Result<&Pibs, CoreError> {
+        match &self.slot(server)?.server {
+            Server::Pibs(p) => Ok(p),
+            _ => Err(CoreError::NotPibs(server.0)),
+        }
+    }
+}

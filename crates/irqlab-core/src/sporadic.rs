@@ -1,0 +1,428 @@
+//! Sporadic server: the Main VCPU policy of QUEST-VCPU (Alg. 3-6, 11-13),
+//! the corrected POSIX sporadic server of Stanovich et al.
+//!
+//! Design principles:
+//! * The replenishment queue `V_R` is bounded (`max_repl`, default 32) and
+//!   kept sorted by time; the sum of its amounts is always `C` (the invariant
+//!   Quest's own source asserts; property-tested).
+//! * Listing choices where the paper's text is ambiguous are explicit:
+//!   - Alg. 12 line 8 schedules the consumed amount at `t_head + T` where
+//!     `t_head` is the time of the replenishment that was consumed (read
+//!     before the full-queue `pop` of line 4).
+//!   - `unblock` (Alg. 13) runs only when the server goes from idle to
+//!     runnable, as Quest's source does; a wake-up of a thread in an already
+//!     active server changes nothing (its usage is not yet charged).
+//! * `ops` counts replenishment-queue operations (add, pop, merge) for the
+//!   scheduler-overhead model (QUEST-VCPU Figures 4 and 7).
+
+use alloc::collections::VecDeque;
+
+use crate::error::CoreError;
+use crate::server::{check_budget_period, fp_key, Class, ServerPolicy, ServerPriority, UnblockCtx};
+use crate::time::Nanos;
+
+/// Default bound of the replenishment queue (QUEST-VCPU §3, "we arbitrarily
+/// chose 32").
+pub const DEFAULT_MAX_REPL: usize = 32;
+
+/// A replenishment `r`: amount `r_b` available from time `r_t`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Replenishment {
+    pub time: Nanos,
+    pub amount: Nanos,
+}
+
+#[derive(Clone, Debug)]
+pub struct SporadicServer {
+    capacity_c: Nanos,
+    period: Nanos,
+    max_repl: usize,
+    priority: ServerPriority,
+    background: bool,
+    /// `V_R`, sorted by time.
+    queue: VecDeque<Replenishment>,
+    /// `V_u`: usage charged against the head replenishment.
+    usage: Nanos,
+    /// `V_b`.
+    budget: Nanos,
+    /// Foreground (false once depleted: Alg. 11 line 18).
+    foreground: bool,
+    /// Replenishment-queue operations so far.
+    pub ops: u64,
+}
+
+impl SporadicServer {
+    /// A sporadic server with budget `C = budget` per `period`, created at
+    /// `now` (Alg. 6 posts the initial replenishment of `C` at `now`).
+    pub fn new(
+        budget: Nanos,
+        period: Nanos,
+        max_repl: usize,
+        priority: ServerPriority,
+        background: bool,
+        now: Nanos,
+    ) -> Result<SporadicServer, CoreError> {
+        check_budget_period(budget, period)?;
+        if max_repl < 2 {
+            return Err(CoreError::MaxReplTooSmall(max_repl));
+        }
+        let mut s = SporadicServer {
+            capacity_c: budget,
+            period,
+            max_repl,
+            priority,
+            background,
+            queue: VecDeque::with_capacity(max_repl),
+            usage: Nanos::ZERO,
+            budget: Nanos::ZERO,
+            foreground: true,
+            ops: 0,
+        };
+        // Alg. 6: add(V_R, V_C, t_cur).
+        s.add(Replenishment {
+            time: now,
+            amount: budget,
+        });
+        s.budget = budget;
+        Ok(s)
+    }
+
+    pub fn capacity_c(&self) -> Nanos {
+        self.capacity_c
+    }
+    pub fn period(&self) -> Nanos {
+        self.period
+    }
+    pub fn max_repl(&self) -> usize {
+        self.max_repl
+    }
+    pub fn usage(&self) -> Nanos {
+        self.usage
+    }
+    pub fn is_foreground(&self) -> bool {
+        self.foreground
+    }
+    /// The replenishment queue, earliest first.
+    pub fn replenishments(&self) -> impl Iterator<Item = &Replenishment> {
+        self.queue.iter()
+    }
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// `add(V_R, r)`: insert keeping time order (after equal times).
+    fn add(&mut self, r: Replenishment) {
+        self.ops += 1;
+        let pos = self.queue.partition_point(|q| q.time <= r.time);
+        self.queue.insert(pos, r);
+    }
+
+    fn pop(&mut self) -> Option<Replenishment> {
+        self.ops += 1;
+        self.queue.pop_front()
+    }
+
+    fn head(&self) -> Option<Replenishment> {
+        self.queue.front().copied()
+    }
+
+    /// `capacity(V)` of QUEST-VCPU §2.1: 0 if the head replenishment is in
+    /// the future, else `head_b - V_u` (may be negative after an overrun).
+    fn capacity(&self, now: Nanos) -> i128 {
+        match self.head() {
+            Some(h) if h.time <= now => h.amount.as_ns() as i128 - self.usage.as_ns() as i128,
+            _ => 0,
+        }
+    }
+
+    fn capacity_nanos(&self, now: Nanos) -> Nanos {
+        Nanos(self.capacity(now).clamp(0, u64::MAX as i128) as u64)
+    }
+
+    /// Alg. 11 `budget-check`.
+    fn budget_check(&mut self, now: Nanos) {
+        if self.capacity(now) > 0 {
+            return;
+        }
+        // Lines 2-8: exhaust fully used replenishments and reschedule them
+        // one period later.
+        while let Some(h) = self.head() {
+            if h.amount > self.usage {
+                break;
+            }
+            self.usage -= h.amount;
+            let _ = self.pop();
+            self.add(Replenishment {
+                time: h.time + self.period,
+                amount: h.amount,
+            });
+        }
+        // Lines 9-16: overrun -- delay the head by the overrun, merging into
+        // the following replenishment when they overlap.
+        if !self.usage.is_zero() {
+            if let Some(h) = self.queue.front_mut() {
+                h.time += self.usage;
+            }
+            if self.queue.len() > 1 {
+                let (h, s) = (self.queue[0], self.queue[1]);
+                if h.time + h.amount >= s.time {
+                    let _ = self.pop();
+                    self.ops += 1;
+                    if let Some(n) = self.queue.front_mut() {
+                        n.amount += h.amount;
+                        n.time = h.time;
+                    }
+                }
+            }
+        }
+        // Lines 17-20: depleted -> background; back to foreground at
+        // head_t (the scheduler learns that time through `next_event`).
+        if self.capacity(now) <= 0 {
+            self.foreground = false;
+        }
+    }
+
+    /// Alg. 12 `split-check`.
+    fn split_check(&mut self, now: Nanos) {
+        let Some(h) = self.head() else { return };
+        if self.usage.is_zero() || h.time > now {
+            return;
+        }
+        let used = self.usage;
+        let remnant = h.amount - used;
+        if self.queue.len() >= self.max_repl {
+            // Line 3-5: queue full -- push the remnant into the next one.
+            let _ = self.pop();
+            if let Some(n) = self.queue.front_mut() {
+                n.amount += remnant;
+            }
+        } else if let Some(f) = self.queue.front_mut() {
+            // Line 7.
+            f.amount = remnant;
+        }
+        // Line 8: the consumed part comes back one period after the time it
+        // became available.
+        self.add(Replenishment {
+            time: h.time + self.period,
+            amount: used,
+        });
+        // Line 9. (The remnant is positive: Alg. 3 splits only when
+        // capacity > 0.)
+        self.usage = Nanos::ZERO;
+    }
+
+    /// Alg. 13 `unblock-check`.
+    fn unblock_check(&mut self, now: Nanos) {
+        if self.capacity(now) > 0 {
+            self.foreground = true;
+            // Line 4: advance the earliest replenishment to now.
+            if let Some(f) = self.queue.front_mut() {
+                f.time = now;
+            }
+            // Lines 5-12: merge replenishments that are available before the
+            // head's budget would run out.
+            while self.queue.len() > 1 {
+                let b = self.queue[0].amount;
+                let second_t = self.queue[1].time;
+                if second_t <= (now + b) - self.usage {
+                    let _ = self.pop();
+                    self.ops += 1;
+                    if let Some(f) = self.queue.front_mut() {
+                        f.amount += b;
+                        f.time = now;
+                    }
+                } else {
+                    return;
+                }
+            }
+        }
+        // Line 14: otherwise foreground again at head_t, which `next_event`
+        // reports.
+    }
+
+    /// Sum of queued replenishment amounts (== C, the invariant).
+    pub fn queued_sum(&self) -> Nanos {
+        self.queue.iter().fold(Nanos::ZERO, |a, r| a + r.amount)
+    }
+}
+
+impl ServerPolicy for SporadicServer {
+    /// Alg. 3 `MAIN-VCPU-end-of-timeslice`.
+    fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
+        self.usage += used;
+        self.budget_check(now);
+        if self.capacity(now) > 0 {
+            if !runnable {
+                self.split_check(now);
+            }
+            self.budget = self.capacity_nanos(now);
+        } else {
+            self.budget = Nanos::ZERO;
+        }
+    }
+
+    /// Alg. 4 `MAIN-VCPU-update-budget`.
+    fn update_budget(&mut self, now: Nanos) {
+        self.budget = self.capacity_nanos(now);
+        if !self.budget.is_zero() {
+            self.foreground = true;
+        }
+    }
+
+    /// Alg. 5 `MAIN-VCPU-next-event`.
+    fn next_event(&self, now: Nanos) -> Option<Nanos> {
+        self.queue.iter().map(|r| r.time).find(|&t| t > now)
+    }
+
+    /// Alg. 2 line 3 -> Alg. 13, for an idle server only (module doc).
+    fn unblock(&mut self, now: Nanos, ctx: UnblockCtx) {
+        if !ctx.was_active {
+            self.unblock_check(now);
+        }
+    }
+
+    fn budget(&self) -> Nanos {
+        self.budget
+    }
+
+    fn key(&self) -> (Class, u64) {
+        fp_key(self.priority, self.period)
+    }
+
+    fn background(&self) -> bool {
+        self.background
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ss(c: u64, t: u64, max: usize) -> SporadicServer {
+        SporadicServer::new(
+            Nanos(c),
+            Nanos(t),
+            max,
+            ServerPriority::RateMonotonic,
+            false,
+            Nanos(0),
+        )
+        .unwrap()
+    }
+
+    fn q(s: &SporadicServer) -> alloc::vec::Vec<(u64, u64)> {
+        s.replenishments()
+            .map(|r| (r.time.as_ns(), r.amount.as_ns()))
+            .collect()
+    }
+
+    #[test]
+    fn rejects_bad_parameters() {
+        let e = SporadicServer::new(
+            Nanos(12),
+            Nanos(10),
+            32,
+            ServerPriority::RateMonotonic,
+            false,
+            Nanos(0),
+        );
+        assert_eq!(
+            e.unwrap_err().to_string(),
+            "budget 12ns exceeds period 10ns"
+        );
+        let e = SporadicServer::new(
+            Nanos(1),
+            Nanos(10),
+            1,
+            ServerPriority::RateMonotonic,
+            false,
+            Nanos(0),
+        );
+        assert!(matches!(e, Err(CoreError::MaxReplTooSmall(1))));
+    }
+
+    /// Alg. 12: C=4, T=10. Run 1 unit from 0 and block at 1: the head
+    /// splits into a remnant (0, 3) and the consumed (10, 1).
+    /// Alg. 13: wake at 3 -> head moves to 3; (10,1) is not mergeable
+    /// (10 > 3 + 3). Run 3 -> exhausted at 6: (13, 3) rescheduled; queue
+    /// (10,1),(13,3).
+    #[test]
+    fn split_on_block_and_reschedule_on_exhaustion() {
+        let mut s = ss(4, 10, 32);
+        s.end_timeslice(Nanos(1), Nanos(1), false);
+        assert_eq!(q(&s), [(0, 3), (10, 1)]);
+        assert_eq!(s.budget(), Nanos(3));
+        s.unblock(Nanos(3), UnblockCtx::default());
+        s.update_budget(Nanos(3));
+        assert_eq!(q(&s), [(3, 3), (10, 1)]);
+        assert_eq!(s.budget(), Nanos(3));
+        s.end_timeslice(Nanos(6), Nanos(3), true);
+        assert_eq!(q(&s), [(10, 1), (13, 3)]);
+        assert_eq!(s.budget(), Nanos(0));
+        assert!(!s.is_foreground());
+        assert_eq!(s.next_event(Nanos(6)), Some(Nanos(10)));
+        assert_eq!(s.queued_sum(), Nanos(4));
+    }
+
+    /// Alg. 13 merge: C=4, T=5. Run 2 from 0, block at 2: (0,2),(5,2).
+    /// Wake at 4: head -> 4 with b=2; second_t=5 <= 4+2 -> merge into
+    /// (4,4): the server may run 4 contiguous units.
+    #[test]
+    fn merge_on_unblock() {
+        let mut s = ss(4, 5, 32);
+        s.end_timeslice(Nanos(2), Nanos(2), false);
+        assert_eq!(q(&s), [(0, 2), (5, 2)]);
+        s.unblock(Nanos(4), UnblockCtx::default());
+        assert_eq!(q(&s), [(4, 4)]);
+        s.update_budget(Nanos(4));
+        assert_eq!(s.budget(), Nanos(4));
+    }
+
+    /// Alg. 11 overrun: C=2, T=10, budget 2 but the server is charged 3
+    /// (a non-preemptible section). Head (0,2) is exhausted and goes to
+    /// (10,2); no other replenishment, so the 1-unit overrun delays the head
+    /// to 11 (line 10).
+    #[test]
+    fn overrun_delays_head() {
+        let mut s = ss(2, 10, 32);
+        s.end_timeslice(Nanos(3), Nanos(3), true);
+        assert_eq!(q(&s), [(11, 2)]);
+        assert_eq!(s.budget(), Nanos(0));
+        assert_eq!(s.next_event(Nanos(3)), Some(Nanos(11)));
+    }
+
+    /// Alg. 11 lines 11-16: an overrun that makes the head overlap the
+    /// following replenishment merges them at the head's time.
+    #[test]
+    fn overrun_merges_into_following() {
+        let mut s = ss(4, 10, 32);
+        // run 1 and block: (0,3),(10,1)
+        s.end_timeslice(Nanos(1), Nanos(1), false);
+        // wake at 1, run 3 + 6 overrun = 9 (until 10): head (1,3) exhausted
+        // -> (11,3); queue (10,1),(11,3); usage 6 >= 1 -> (10,1) exhausted
+        // too -> (20,1); usage 5 < 3? no: loop continues on (11,3): 5>=3 ->
+        // (21,3), usage 2; head (20,1): 2 >= 1 -> (30,1), usage 1; head
+        // (21,3): overrun 1 -> (22,3); 22+3 >= 30? no.
+        s.unblock(Nanos(1), UnblockCtx::default());
+        s.end_timeslice(Nanos(10), Nanos(9), true);
+        assert_eq!(q(&s), [(22, 3), (30, 1)]);
+        assert_eq!(s.queued_sum(), Nanos(4));
+    }
+
+    /// Alg. 12 full queue: with max_repl = 2 and two replenishments queued,
+    /// a block pushes the remnant into the next replenishment.
+    #[test]
+    fn full_queue_pushes_remnant_into_next() {
+        let mut s = ss(4, 10, 2);
+        s.end_timeslice(Nanos(1), Nanos(1), false); // (0,3),(10,1)
+        s.unblock(Nanos(2), UnblockCtx::default()); // (2,3),(10,1)
+        s.end_timeslice(Nanos(3), Nanos(1), false);
+        // queue full: pop (2,3), remnant 2 goes into (10,1) -> (10,3); then
+        // add the consumed 1 at 2 + 10 = 12.
+        assert_eq!(q(&s), [(10, 3), (12, 1)]);
+        assert_eq!(s.queued_sum(), Nanos(4));
+        // the remnant is no longer available now: capacity 0 until 10
+        assert_eq!(s.budget(), Nanos(0));
+        assert_eq!(s.queue_len(), 2);
+    }
+}
