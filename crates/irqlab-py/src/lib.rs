@@ -5,8 +5,23 @@
 
 use pyo3::prelude::*;
 
+mod core_api;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    core_api::register(m)?;
+    register_submodules(m)
+}
+
+/// Make `import irqlab._native.<sub>` work for every submodule (CPython
+/// does not import submodules of extension modules on its own).
+fn register_submodules(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let modules = m.py().import("sys")?.getattr("modules")?;
+    for (name, value) in m.dict().iter() {
+        if value.is_instance_of::<PyModule>() {
+            modules.set_item(format!("irqlab._native.{name}"), value)?;
+        }
+    }
     Ok(())
 }
