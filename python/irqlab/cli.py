@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 # Modules that register commands, in the order `irqlab --help` lists them.
 COMMAND_MODULES: list[str] = [
+    "irqlab.commands.demo",
     "irqlab.commands.reproduce",
 ]
 
