@@ -28,11 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def format_checks(result: experiments.Result) -> str:
     rows = [("claim", "paper", "irqlab", "tolerance", "holds")]
     for c in result.checks:
-        rows.append((c.claim, str(c.paper), str(c.irqlab), str(c.tolerance), "yes" if c.holds else "NO"))
+        holds = "yes" if c.holds else "NO"
+        rows.append((c.claim, str(c.paper), str(c.irqlab), str(c.tolerance), holds))
     widths = [min(60, max(len(r[i]) for r in rows)) for i in range(5)]
     lines = []
     for r in rows:
-        lines.append("  ".join(cell[:60].ljust(w) for cell, w in zip(r, widths)))
+        lines.append("  ".join(cell[:60].ljust(w) for cell, w in zip(r, widths, strict=True)))
     return "\n".join(lines)
 
 
