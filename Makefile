@@ -50,7 +50,7 @@ test: setup lint test-rust test-python
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
-	$(VENV)/bin/ruff check python tests bench hdl
+	$(VENV)/bin/ruff check $(wildcard python tests bench hdl)
 
 test-rust:
 	$(CARGO) test --workspace --exclude irqlab-py -q
