@@ -24,7 +24,11 @@ fn utilization(obj: &Bound<'_, PyAny>) -> PyResult<Utilization> {
     let num: i128 = obj
         .getattr("numerator")
         .and_then(|v| v.extract())
-        .map_err(|_| PyValueError::new_err("utilization must be a fractions.Fraction or an int, e.g. Fraction(1, 10)"))?;
+        .map_err(|_| {
+            PyValueError::new_err(
+                "utilization must be a fractions.Fraction or an int, e.g. Fraction(1, 10)",
+            )
+        })?;
     let den: i128 = obj.getattr("denominator")?.extract()?;
     if num <= 0 || den <= 0 || num > den || den > u64::MAX as i128 {
         return Err(PyValueError::new_err(format!(
@@ -250,7 +254,10 @@ impl PyScheduler {
                 d.set_item("replenishment_ops", ss.ops)?;
             }
             Server::Pibs(p) => {
-                d.set_item("utilization", (p.utilization().num(), p.utilization().den()))?;
+                d.set_item(
+                    "utilization",
+                    (p.utilization().num(), p.utilization().den()),
+                )?;
                 d.set_item("inherited_period", p.period().map(|t| t.as_ns()))?;
                 d.set_item("c_max", p.c_max().as_ns())?;
                 d.set_item("eligibility", p.eligibility().as_ns())?;
