@@ -154,6 +154,39 @@ fn sporadic_split_through_scheduler() {
     );
 }
 
+/// Deferrable vs sporadic release behaviour, C = 2, T = 10, 4 units of
+/// work arriving at 8: the deferrable server runs its old budget [8, 10)
+/// and the refill at the boundary [10, 12) back to back (the DS "double
+/// hit" behind its release jitter T - C); the sporadic server runs [8, 10)
+/// and gets that budget back only at 8 + T = 18.
+#[test]
+fn deferrable_vs_sporadic_release() {
+    let ds = Server::Deferrable(
+        irqlab_core::DeferrableServer::new(
+            Nanos(2),
+            Nanos(10),
+            ServerPriority::RateMonotonic,
+            Nanos(0),
+        )
+        .unwrap(),
+    );
+    for (server, want) in [
+        (ds, vec![seg(0, 8, 12)]),
+        (ss(2, 10), vec![seg(0, 8, 10), seg(0, 18, 20)]),
+    ] {
+        let mut s = Scheduler::new();
+        let (_, t) = add(&mut s, "v", server);
+        let arr = vec![Arrival {
+            at: 8,
+            thread: t,
+            amount: 4,
+            inherit: None,
+        }];
+        let segs = run(&mut s, arr, &[], 25, &mut |_, _| {});
+        assert_eq!(flat(&segs), want);
+    }
+}
+
 /// PIBS through the scheduler (QUEST-VCPU Figure 2): an I/O VCPU with
 /// U = 1/2 serving a Main VCPU of period 4 runs 1 unit at 0, is eligible
 /// again at 2 and runs C_max = 2 there: 3 units in [0, 4).

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use irqlab_core::{Nanos, Scheduler, ServerId, ThreadId};
+use irqlab_core::{Nanos, Scheduler, ServerId, ServerPolicy, ThreadId};
 
 /// Work `amount` arriving for `thread` at `at`; `inherit` is passed to
 /// `wakeup` (PIBS Main VCPU period).
@@ -62,6 +62,14 @@ pub fn run(
         }
         let d = sched.schedule(Nanos(now)).unwrap();
         check(sched, now);
+        if let (Some(s), false) = (d.server, d.background) {
+            // No server runs with zero budget unless in background mode.
+            let b = sched.server(s).unwrap().budget();
+            assert!(
+                !b.is_zero(),
+                "server {s:?} dispatched with zero budget at {now}"
+            );
+        }
         let mut until = horizon;
         if let Some(t) = d.next_update {
             assert!(t.as_ns() > now, "next_update {t} not after now {now}");
