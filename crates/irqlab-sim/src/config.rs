@@ -1,0 +1,508 @@
+//! The resolved system the simulator runs: servers, tasks, devices and
+//! I/O classes with every reference already an index and every time in
+//! integer nanoseconds.
+//!
+//! Design principles: this is the simulator's input contract, independent
+//! of how a user wrote the system (the YAML model of `irqlab-model` is
+//! validated and lowered into it). It still validates itself (`check`), so
+//! a `SimConfig` built by hand or from JSON can never make the simulator
+//! panic; errors name the field path, the value and the rule.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::SimError;
+
+/// Which interrupt path the machine uses (DESIGN.md §4).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum InterruptPath {
+    /// Top half at arrival, bottom half on the class's I/O VCPU (PIBS
+    /// inheriting the served Main VCPU's period).
+    #[default]
+    Quest,
+    /// Top half at arrival, bottom half charged to the Main VCPU of the task
+    /// it serves.
+    QuestNoIovcpu,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "policy", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum PolicyCfg {
+    Sporadic {
+        budget: u64,
+        period: u64,
+        #[serde(default = "default_max_repl")]
+        max_repl: usize,
+        #[serde(default)]
+        background: bool,
+    },
+    Pibs {
+        /// Utilization numerator / denominator.
+        num: u64,
+        den: u64,
+        #[serde(default)]
+        strict: bool,
+    },
+    Deferrable {
+        budget: u64,
+        period: u64,
+    },
+    Polling {
+        budget: u64,
+        period: u64,
+    },
+    Cbs {
+        runtime: u64,
+        period: u64,
+    },
+    Unbounded {
+        rank: u64,
+    },
+}
+
+fn default_max_repl() -> usize {
+    irqlab_core::DEFAULT_MAX_REPL
+}
+
+// No `deny_unknown_fields` here: serde cannot combine it with `flatten`;
+// unknown keys still fail in the flattened, tagged `PolicyCfg`, which
+// receives every key this struct does not use.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServerCfg {
+    pub name: String,
+    #[serde(default)]
+    pub cpu: usize,
+    #[serde(flatten)]
+    pub policy: PolicyCfg,
+    /// Explicit rank (smaller is more urgent) instead of rate-monotonic.
+    #[serde(default)]
+    pub rank: Option<u64>,
+}
+
+/// One step of a task's program (rt-app-like phases).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Phase {
+    /// Run on the CPU for `ns`.
+    Compute { ns: u64 },
+    /// Blocking request on device `device` (index): a disk read, or waiting
+    /// for the next packet/event delivered by the device's bottom half.
+    Io { device: usize },
+    /// Sleep `ns`.
+    Sleep { ns: u64 },
+    /// Repeat `body` `count` times (forever when absent).
+    Loop {
+        #[serde(default)]
+        count: Option<u64>,
+        body: Vec<Phase>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Release {
+    /// One job released at `at`.
+    Once {
+        #[serde(default)]
+        at: u64,
+    },
+    /// A job every `period` from `offset`, relative deadline `deadline`
+    /// (default: the period), at most `jobs` jobs.
+    Periodic {
+        period: u64,
+        #[serde(default)]
+        deadline: Option<u64>,
+        #[serde(default)]
+        offset: u64,
+        #[serde(default)]
+        jobs: Option<u64>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskCfg {
+    pub name: String,
+    /// Main VCPU (server index).
+    pub server: usize,
+    /// Thread priority inside the server (higher is more urgent).
+    #[serde(default = "one")]
+    pub priority: u32,
+    pub release: Release,
+    pub program: Vec<Phase>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// How a NIC's packets arrive.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum ArrivalCfg {
+    /// One packet every `interval` in `[start, stop)`.
+    Periodic {
+        interval: u64,
+        #[serde(default)]
+        start: u64,
+        #[serde(default)]
+        stop: Option<u64>,
+    },
+    /// Poisson arrivals at `rate_per_s` in `[start, stop)`.
+    Poisson {
+        rate_per_s: f64,
+        #[serde(default)]
+        start: u64,
+        #[serde(default)]
+        stop: Option<u64>,
+    },
+    /// `count` back-to-back packets `gap` apart every `every`.
+    Burst {
+        count: u64,
+        gap: u64,
+        every: u64,
+        #[serde(default)]
+        start: u64,
+        #[serde(default)]
+        stop: Option<u64>,
+    },
+    /// Explicit arrival times (e.g. from a trace CSV).
+    Trace { times: Vec<u64> },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum DeviceKind {
+    /// Packets arrive on their own; each costs `top_half` in interrupt
+    /// context and `bottom_half` in the class's bottom-half thread, then is
+    /// delivered to the class's socket buffer (`buffer` packets).
+    Nic {
+        arrival: ArrivalCfg,
+        top_half: u64,
+        bottom_half: u64,
+        bytes: u64,
+        #[serde(default = "default_buffer")]
+        buffer: usize,
+    },
+    /// PIO disk: a request completes `latency` after the device starts it
+    /// (FIFO); the bottom half copies `sectors` sectors at `per_sector`
+    /// each.
+    Disk {
+        latency: u64,
+        top_half: u64,
+        per_sector: u64,
+        sectors: u64,
+        sector_bytes: u64,
+    },
+    /// An interrupt source with minimum inter-arrival time `min_interarrival`
+    /// (plus uniform random extra up to `jitter`), ISR cost `isr` and
+    /// deferred (bottom-half) cost `dsr`.
+    Generic {
+        min_interarrival: u64,
+        #[serde(default)]
+        jitter: u64,
+        isr: u64,
+        dsr: u64,
+        #[serde(default)]
+        start: u64,
+    },
+}
+
+fn default_buffer() -> usize {
+    1024
+}
+
+// See `ServerCfg` on unknown keys: `DeviceKind` rejects them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceCfg {
+    pub name: String,
+    /// CPU that takes the interrupt.
+    #[serde(default)]
+    pub cpu: usize,
+    /// I/O class (index) whose bottom-half thread handles it.
+    pub class: usize,
+    /// Software cost on the task's Main VCPU when an I/O returns
+    /// (USB-DIFFSERV Omega_Main).
+    #[serde(default)]
+    pub omega_main: u64,
+    #[serde(flatten)]
+    pub kind: DeviceKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassCfg {
+    pub name: String,
+    /// The class's I/O VCPU (server index); required on the `quest` path.
+    #[serde(default)]
+    pub iovcpu: Option<usize>,
+    /// Task on whose behalf unsolicited events (packets, generic
+    /// interrupts) are handled; its Main VCPU's period is inherited.
+    #[serde(default)]
+    pub consumer: Option<usize>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TraceCfg {
+    #[serde(default)]
+    pub enabled: bool,
+    /// Stop recording trace events after this time.
+    #[serde(default)]
+    pub until: Option<u64>,
+    #[serde(default = "default_max_events")]
+    pub max_events: usize,
+}
+
+fn default_max_events() -> usize {
+    200_000
+}
+
+impl Default for TraceCfg {
+    fn default() -> Self {
+        TraceCfg {
+            enabled: false,
+            until: None,
+            max_events: default_max_events(),
+        }
+    }
+}
+
+/// Per-operation costs of the scheduler-overhead model (QUEST-VCPU
+/// Figures 4 and 7): overhead = schedule calls x `schedule_ns` +
+/// replenishment-queue operations x `repl_op_ns`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OverheadCfg {
+    pub schedule_ns: f64,
+    pub repl_op_ns: f64,
+}
+
+impl Default for OverheadCfg {
+    fn default() -> Self {
+        // Calibrated from `make bench` (bench/bench_core.py): about 80 ns per
+        // decision with a few servers; a queue operation costs a few ns.
+        OverheadCfg {
+            schedule_ns: 80.0,
+            repl_op_ns: 5.0,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SimConfig {
+    #[serde(default = "one_cpu")]
+    pub cpus: usize,
+    #[serde(default)]
+    pub path: InterruptPath,
+    pub duration: u64,
+    #[serde(default)]
+    pub seed: u64,
+    /// Window of the per-server CPU-share series.
+    #[serde(default = "default_window")]
+    pub window: u64,
+    pub servers: Vec<ServerCfg>,
+    #[serde(default)]
+    pub tasks: Vec<TaskCfg>,
+    #[serde(default)]
+    pub devices: Vec<DeviceCfg>,
+    #[serde(default)]
+    pub classes: Vec<ClassCfg>,
+    #[serde(default)]
+    pub trace: TraceCfg,
+    #[serde(default)]
+    pub overhead: OverheadCfg,
+}
+
+fn one_cpu() -> usize {
+    1
+}
+
+fn default_window() -> u64 {
+    1_000_000_000
+}
+
+fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SimError {
+    SimError::Config {
+        path,
+        value: value.to_string(),
+        rule: rule.to_owned(),
+    }
+}
+
+fn check_phases(phases: &[Phase], path: &str, ndev: usize) -> Result<(), SimError> {
+    for (i, p) in phases.iter().enumerate() {
+        let here = format!("{path}[{i}]");
+        match p {
+            Phase::Compute { ns } | Phase::Sleep { ns } if *ns == 0 => {
+                return Err(bad(format!("{here}.ns"), ns, "must be positive"))
+            }
+            Phase::Io { device } if *device >= ndev => {
+                return Err(bad(format!("{here}.device"), device, "no such device"))
+            }
+            Phase::Loop { body, count } => {
+                if body.is_empty() {
+                    return Err(bad(format!("{here}.body"), "[]", "a loop needs a body"));
+                }
+                if count == &Some(0) {
+                    return Err(bad(format!("{here}.count"), 0, "must be positive"));
+                }
+                check_phases(body, &format!("{here}.body"), ndev)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+impl SimConfig {
+    /// Validate every reference and value the simulator relies on.
+    pub fn check(&self) -> Result<(), SimError> {
+        if self.cpus == 0 {
+            return Err(bad("cpus".into(), 0, "at least one CPU"));
+        }
+        if self.duration == 0 {
+            return Err(bad("duration".into(), 0, "must be positive"));
+        }
+        if self.window == 0 {
+            return Err(bad("window".into(), 0, "must be positive"));
+        }
+        for (i, s) in self.servers.iter().enumerate() {
+            if s.cpu >= self.cpus {
+                return Err(bad(format!("servers[{i}].cpu"), s.cpu, "no such CPU"));
+            }
+        }
+        let nsrv = self.servers.len();
+        let ntask = self.tasks.len();
+        for (i, t) in self.tasks.iter().enumerate() {
+            if t.server >= nsrv {
+                return Err(bad(
+                    format!("tasks[{i}].server"),
+                    t.server,
+                    "no such server",
+                ));
+            }
+            if t.program.is_empty() {
+                return Err(bad(
+                    format!("tasks[{i}].program"),
+                    "[]",
+                    "a task needs a program",
+                ));
+            }
+            if let Release::Periodic {
+                period,
+                deadline,
+                jobs,
+                ..
+            } = &t.release
+            {
+                if *period == 0 {
+                    return Err(bad(
+                        format!("tasks[{i}].release.period"),
+                        0,
+                        "must be positive",
+                    ));
+                }
+                if deadline == &Some(0) {
+                    return Err(bad(
+                        format!("tasks[{i}].release.deadline"),
+                        0,
+                        "must be positive",
+                    ));
+                }
+                if jobs == &Some(0) {
+                    return Err(bad(
+                        format!("tasks[{i}].release.jobs"),
+                        0,
+                        "must be positive",
+                    ));
+                }
+            }
+            check_phases(
+                &t.program,
+                &format!("tasks[{i}].program"),
+                self.devices.len(),
+            )?;
+        }
+        for (i, c) in self.classes.iter().enumerate() {
+            match c.iovcpu {
+                Some(s) if s >= nsrv => {
+                    return Err(bad(format!("classes[{i}].iovcpu"), s, "no such server"))
+                }
+                Some(s) if !matches!(self.servers[s].policy, PolicyCfg::Pibs { .. } | PolicyCfg::Sporadic { .. } | PolicyCfg::Deferrable { .. } | PolicyCfg::Polling { .. }) => {
+                    return Err(bad(format!("classes[{i}].iovcpu"), s, "an I/O VCPU must be a budgeted server (pibs, sporadic, deferrable or polling)"))
+                }
+                None if self.path == InterruptPath::Quest => {
+                    return Err(bad(format!("classes[{i}].iovcpu"), "none", "the quest path needs an I/O VCPU per class"))
+                }
+                _ => {}
+            }
+            if let Some(t) = c.consumer {
+                if t >= ntask {
+                    return Err(bad(format!("classes[{i}].consumer"), t, "no such task"));
+                }
+            }
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            if d.class >= self.classes.len() {
+                return Err(bad(format!("devices[{i}].class"), d.class, "no such class"));
+            }
+            if d.cpu >= self.cpus {
+                return Err(bad(format!("devices[{i}].cpu"), d.cpu, "no such CPU"));
+            }
+            match &d.kind {
+                DeviceKind::Nic {
+                    arrival, buffer, ..
+                } => {
+                    if *buffer == 0 {
+                        return Err(bad(format!("devices[{i}].buffer"), 0, "must be positive"));
+                    }
+                    match arrival {
+                        ArrivalCfg::Periodic { interval: 0, .. } => {
+                            return Err(bad(
+                                format!("devices[{i}].arrival.interval"),
+                                0,
+                                "must be positive",
+                            ))
+                        }
+                        ArrivalCfg::Poisson { rate_per_s, .. }
+                            if !(rate_per_s.is_finite() && *rate_per_s > 0.0) =>
+                        {
+                            return Err(bad(
+                                format!("devices[{i}].arrival.rate_per_s"),
+                                rate_per_s,
+                                "must be a positive number",
+                            ))
+                        }
+                        ArrivalCfg::Burst { count, every, .. } if *count == 0 || *every == 0 => {
+                            return Err(bad(
+                                format!("devices[{i}].arrival"),
+                                format!("count {count}, every {every}"),
+                                "count and every must be positive",
+                            ))
+                        }
+                        _ => {}
+                    }
+                }
+                DeviceKind::Generic {
+                    min_interarrival: 0,
+                    ..
+                } => {
+                    return Err(bad(
+                        format!("devices[{i}].min_interarrival"),
+                        0,
+                        "must be positive",
+                    ))
+                }
+                _ => {}
+            }
+            let c = &self.classes[d.class];
+            let unsolicited = !matches!(d.kind, DeviceKind::Disk { .. });
+            if unsolicited && c.consumer.is_none() && self.path == InterruptPath::QuestNoIovcpu {
+                return Err(bad(format!("classes[{}].consumer", d.class), "none", "on the quest-no-iovcpu path a class with a NIC or generic device needs a consumer task to charge"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,1305 @@
+//! The simulated machine: CPUs that run one context at a time (idle, a
+//! thread, an interrupt top half), threads running small programs, devices
+//! raising interrupts, and the `quest` / `quest-no-iovcpu` interrupt paths.
+//!
+//! Design principles:
+//! * Every scheduling decision is `irqlab-core`'s: each CPU owns a core
+//!   `Scheduler`; the machine only advances time, feeds events (wake-ups,
+//!   blocks) and carries out the `Dispatch`.
+//! * Discrete events ordered by (time, sequence number): deterministic for a
+//!   configuration and seed, bit for bit.
+//! * A CPU is re-evaluated only at the earlier of the core's `next_update`,
+//!   the running context's completion, or an external event; stale CPU
+//!   events are discarded by an epoch counter.
+//! * Top halves run at arrival, FIFO, not preemptible; their time is charged
+//!   to the server that was running (as in Quest, where the interrupted
+//!   VCPU pays for the short top half). The bottom half is a job on the
+//!   class's bottom-half thread: on the I/O VCPU on the `quest` path (the
+//!   wake-up passes the served Main VCPU's period, PIBS Alg. 10), in the
+//!   served task's Main VCPU on `quest-no-iovcpu`.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use irqlab_core::{
+    Cbs, DeferrableServer, Inherit, LatencyRecorder, Nanos, Pibs, PollingServer, Scheduler, Server,
+    ServerId, ServerPolicy, ServerPriority, SporadicServer, ThreadId, ThreadPolicy, Unbounded,
+    Utilization,
+};
+
+use crate::config::{ArrivalCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
+use crate::error::SimError;
+use crate::metrics::{CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics};
+use crate::rng::SplitMix64;
+use crate::trace::Trace;
+
+const MAX_COMPLETIONS: usize = 10_000;
+/// Program steps allowed at one instant before a program is declared
+/// stuck (a loop that neither computes nor blocks).
+const MAX_STEPS: u32 = 1_000_000;
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum EvKind {
+    CpuCheck { cpu: usize, epoch: u64 },
+    Release { task: usize },
+    Wake { thread: usize },
+    Arrival { device: usize },
+    DiskDone { device: usize },
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Ev {
+    time: u64,
+    seq: u64,
+    kind: EvKind,
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Compute(u64),
+    Io(usize),
+    Sleep(u64),
+    LoopStart { count: Option<u64> },
+    LoopEnd { start: usize },
+}
+
+fn flatten(phases: &[Phase], out: &mut Vec<Op>) {
+    for p in phases {
+        match p {
+            Phase::Compute { ns } => out.push(Op::Compute(*ns)),
+            Phase::Io { device } => out.push(Op::Io(*device)),
+            Phase::Sleep { ns } => out.push(Op::Sleep(*ns)),
+            Phase::Loop { count, body } => {
+                let start = out.len();
+                out.push(Op::LoopStart { count: *count });
+                flatten(body, out);
+                out.push(Op::LoopEnd { start });
+            }
+        }
+    }
+}
+
+/// What a bottom-half job does when it ends.
+#[derive(Clone, Debug)]
+enum Deliver {
+    /// A NIC packet or generic event into the device's buffer.
+    Event,
+    /// A disk request: wake this thread.
+    Request { thread: usize },
+}
+
+#[derive(Clone, Debug)]
+struct BhJob {
+    device: usize,
+    work: u64,
+    arrival: u64,
+    period: Option<u64>,
+    deliver: Deliver,
+    flow: u64,
+}
+
+#[derive(Clone, Debug)]
+struct TaskState {
+    task: usize,
+    ops: Vec<Op>,
+    pc: usize,
+    loops: Vec<Option<u64>>,
+    /// Release time of the current job.
+    job: Option<u64>,
+    backlog: VecDeque<u64>,
+    /// Device the task is blocked on, and when it asked.
+    waiting_io: Option<(usize, u64)>,
+    /// An I/O returning: record its latency when this compute ends.
+    returning: Option<(usize, u64)>,
+}
+
+#[derive(Clone, Debug)]
+enum Kind {
+    Task(TaskState),
+    BottomHalf {
+        queue: VecDeque<BhJob>,
+        current: Option<BhJob>,
+    },
+}
+
+#[derive(Clone, Debug)]
+struct Thread {
+    name: String,
+    cpu: usize,
+    /// Global server index.
+    server: usize,
+    core: ThreadId,
+    /// Compute left in the current step.
+    remaining: u64,
+    /// Runnable in the core.
+    active: bool,
+    kind: Kind,
+}
+
+#[derive(Clone, Debug)]
+struct Isr {
+    device: usize,
+    remaining: u64,
+    started: u64,
+    job: Option<BhJob>,
+}
+
+struct Cpu {
+    sched: Scheduler,
+    /// Global server index of each local server id.
+    servers: Vec<usize>,
+    /// Global thread index of each local (core) thread id.
+    threads: Vec<usize>,
+    running: Option<(usize, bool)>,
+    next_update: Option<u64>,
+    need_resched: bool,
+    last: u64,
+    epoch: u64,
+    isrs: VecDeque<Isr>,
+    /// Start of the current run segment (for the trace).
+    seg_start: u64,
+    metrics: CpuMetrics,
+}
+
+struct ServerInfo {
+    name: String,
+    cpu: usize,
+    local: ServerId,
+    period: Option<u64>,
+    busy: u64,
+    background: u64,
+    windows: Vec<u64>,
+    queue_max: usize,
+    queue_sum: u64,
+    queue_samples: u64,
+}
+
+struct DeviceState {
+    buffer: VecDeque<(u64, u64)>,
+    /// Disk: pending requests (thread, submitted) and whether busy.
+    disk_queue: VecDeque<(usize, u64)>,
+    disk_busy: bool,
+    /// Thread blocked on this device (NIC/generic), FIFO.
+    waiters: VecDeque<usize>,
+    interrupts: u64,
+    handled: u64,
+    dropped: u64,
+    bytes: u64,
+    bytes_windows: Vec<u64>,
+    latency: LatencyRecorder,
+    handling: LatencyRecorder,
+    burst_left: u64,
+}
+
+struct TaskInfo {
+    thread: usize,
+    released: u64,
+    completed: u64,
+    misses: u64,
+    response: LatencyRecorder,
+    completions: Vec<u64>,
+}
+
+/// A simulation of one system, run once.
+pub struct Simulation {
+    cfg: SimConfig,
+    now: u64,
+    seq: u64,
+    events: BinaryHeap<Reverse<Ev>>,
+    cpus: Vec<Cpu>,
+    threads: Vec<Thread>,
+    servers: Vec<ServerInfo>,
+    devices: Vec<DeviceState>,
+    tasks: Vec<TaskInfo>,
+    /// Bottom-half thread of each class.
+    class_bh: Vec<usize>,
+    dirty: Vec<bool>,
+    rng: SplitMix64,
+    trace: Trace,
+    flow: u64,
+    processed: u64,
+}
+
+fn core_err(context: impl Into<String>) -> impl FnOnce(irqlab_core::CoreError) -> SimError {
+    let context = context.into();
+    move |source| SimError::Core { context, source }
+}
+
+fn build_server(
+    p: &PolicyCfg,
+    rank: Option<u64>,
+) -> Result<(Server, Option<u64>), irqlab_core::CoreError> {
+    let prio = rank.map_or(ServerPriority::RateMonotonic, ServerPriority::Rank);
+    Ok(match p {
+        PolicyCfg::Sporadic {
+            budget,
+            period,
+            max_repl,
+            background,
+        } => (
+            Server::Sporadic(SporadicServer::new(
+                Nanos(*budget),
+                Nanos(*period),
+                *max_repl,
+                prio,
+                *background,
+                Nanos(0),
+            )?),
+            Some(*period),
+        ),
+        PolicyCfg::Pibs { num, den, strict } => (
+            Server::Pibs(Pibs::new(
+                Utilization::new(*num, *den)?,
+                if *strict {
+                    Inherit::Strict
+                } else {
+                    Inherit::Paper
+                },
+            )?),
+            None,
+        ),
+        PolicyCfg::Deferrable { budget, period } => (
+            Server::Deferrable(DeferrableServer::new(
+                Nanos(*budget),
+                Nanos(*period),
+                prio,
+                Nanos(0),
+            )?),
+            Some(*period),
+        ),
+        PolicyCfg::Polling { budget, period } => (
+            Server::Polling(PollingServer::new(
+                Nanos(*budget),
+                Nanos(*period),
+                prio,
+                Nanos(0),
+            )?),
+            Some(*period),
+        ),
+        PolicyCfg::Cbs { runtime, period } => (
+            Server::Cbs(Cbs::new(Nanos(*runtime), Nanos(*period), Nanos(0))?),
+            Some(*period),
+        ),
+        PolicyCfg::Unbounded { rank } => (Server::Unbounded(Unbounded::new(*rank)), None),
+    })
+}
+
+impl Simulation {
+    /// Build a simulation; the configuration is validated first.
+    pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
+        cfg.check()?;
+        let nwin = cfg.duration.div_ceil(cfg.window) as usize;
+        let mut cpus: Vec<Cpu> = (0..cfg.cpus)
+            .map(|_| Cpu {
+                sched: Scheduler::new(),
+                servers: Vec::new(),
+                threads: Vec::new(),
+                running: None,
+                next_update: None,
+                need_resched: true,
+                last: 0,
+                epoch: 0,
+                isrs: VecDeque::new(),
+                seg_start: 0,
+                metrics: CpuMetrics::default(),
+            })
+            .collect();
+        let mut servers = Vec::new();
+        for (i, s) in cfg.servers.iter().enumerate() {
+            let (server, period) = build_server(&s.policy, s.rank)
+                .map_err(core_err(format!("servers[{i}] ({})", s.name)))?;
+            let cpu = &mut cpus[s.cpu];
+            let local = cpu
+                .sched
+                .add_server(s.name.clone(), server, ThreadPolicy::FixedPriority)
+                .map_err(core_err(format!("servers[{i}]")))?;
+            cpu.servers.push(i);
+            servers.push(ServerInfo {
+                name: s.name.clone(),
+                cpu: s.cpu,
+                local,
+                period,
+                busy: 0,
+                background: 0,
+                windows: vec![0; nwin],
+                queue_max: 0,
+                queue_sum: 0,
+                queue_samples: 0,
+            });
+        }
+        let mut threads = Vec::new();
+        let mut tasks = Vec::new();
+        for (i, t) in cfg.tasks.iter().enumerate() {
+            let cpu = cfg.servers[t.server].cpu;
+            let core = cpus[cpu]
+                .sched
+                .add_thread(t.name.clone(), servers[t.server].local, t.priority)
+                .map_err(core_err(format!("tasks[{i}]")))?;
+            cpus[cpu].threads.push(threads.len());
+            let mut ops = Vec::new();
+            flatten(&t.program, &mut ops);
+            tasks.push(TaskInfo {
+                thread: threads.len(),
+                released: 0,
+                completed: 0,
+                misses: 0,
+                response: LatencyRecorder::new(0, None),
+                completions: Vec::new(),
+            });
+            threads.push(Thread {
+                name: t.name.clone(),
+                cpu,
+                server: t.server,
+                core,
+                remaining: 0,
+                active: false,
+                kind: Kind::Task(TaskState {
+                    task: i,
+                    ops,
+                    pc: 0,
+                    loops: Vec::new(),
+                    job: None,
+                    backlog: VecDeque::new(),
+                    waiting_io: None,
+                    returning: None,
+                }),
+            });
+        }
+        let mut class_bh = Vec::new();
+        for (i, c) in cfg.classes.iter().enumerate() {
+            // Where the bottom half runs: the I/O VCPU, or (quest-no-iovcpu)
+            // the Main VCPU of the consumer task, else of the first task
+            // doing I/O on the class.
+            let home = match cfg.path {
+                InterruptPath::Quest => c.iovcpu,
+                InterruptPath::QuestNoIovcpu => c
+                    .consumer
+                    .map(|t| cfg.tasks[t].server)
+                    .or_else(|| first_requester(&cfg, i)),
+            };
+            let Some(server) = home else {
+                return Err(SimError::Config {
+                    path: format!("classes[{i}]"),
+                    value: c.name.clone(),
+                    rule: "no server to run its bottom half: give an iovcpu or a consumer task"
+                        .into(),
+                });
+            };
+            let cpu = cfg.servers[server].cpu;
+            // Bottom halves run above the tasks sharing their server.
+            let core = cpus[cpu]
+                .sched
+                .add_thread(format!("{}.bh", c.name), servers[server].local, u32::MAX)
+                .map_err(core_err(format!("classes[{i}]")))?;
+            class_bh.push(threads.len());
+            cpus[cpu].threads.push(threads.len());
+            threads.push(Thread {
+                name: format!("{}.bh", c.name),
+                cpu,
+                server,
+                core,
+                remaining: 0,
+                active: false,
+                kind: Kind::BottomHalf {
+                    queue: VecDeque::new(),
+                    current: None,
+                },
+            });
+        }
+        let devices = cfg
+            .devices
+            .iter()
+            .map(|_| DeviceState {
+                buffer: VecDeque::new(),
+                disk_queue: VecDeque::new(),
+                disk_busy: false,
+                waiters: VecDeque::new(),
+                interrupts: 0,
+                handled: 0,
+                dropped: 0,
+                bytes: 0,
+                bytes_windows: vec![0; nwin],
+                latency: LatencyRecorder::new(0, None),
+                handling: LatencyRecorder::new(0, None),
+                burst_left: 0,
+            })
+            .collect();
+        let mut trace = Trace::new(cfg.trace.enabled, cfg.trace.until, cfg.trace.max_events);
+        let names: Vec<(usize, String)> = servers.iter().map(|s| (s.cpu, s.name.clone())).collect();
+        trace.names(cfg.cpus, &names);
+        let ncpu = cfg.cpus;
+        let seed = cfg.seed;
+        let mut sim = Simulation {
+            cfg,
+            now: 0,
+            seq: 0,
+            events: BinaryHeap::new(),
+            cpus,
+            threads,
+            servers,
+            devices,
+            tasks,
+            class_bh,
+            dirty: vec![true; ncpu],
+            rng: SplitMix64::new(seed),
+            trace,
+            flow: 0,
+            processed: 0,
+        };
+        for i in 0..sim.cfg.tasks.len() {
+            let at = match sim.cfg.tasks[i].release {
+                Release::Once { at } => at,
+                Release::Periodic { offset, .. } => offset,
+            };
+            sim.post(at, EvKind::Release { task: i });
+        }
+        for d in 0..sim.cfg.devices.len() {
+            if let Some(t) = sim.first_arrival(d) {
+                sim.post(t, EvKind::Arrival { device: d });
+            }
+        }
+        Ok(sim)
+    }
+
+    fn post(&mut self, time: u64, kind: EvKind) {
+        self.seq += 1;
+        self.events.push(Reverse(Ev {
+            time,
+            seq: self.seq,
+            kind,
+        }));
+    }
+
+    fn first_arrival(&mut self, d: usize) -> Option<u64> {
+        match &self.cfg.devices[d].kind {
+            DeviceKind::Nic { arrival, .. } => match arrival {
+                ArrivalCfg::Periodic { start, .. } => Some(*start),
+                ArrivalCfg::Poisson {
+                    start, rate_per_s, ..
+                } => {
+                    let r = *rate_per_s;
+                    Some(*start + self.rng.exponential_ns(r))
+                }
+                ArrivalCfg::Burst { start, count, .. } => {
+                    self.devices[d].burst_left = *count;
+                    Some(*start)
+                }
+                ArrivalCfg::Trace { times } => times.first().copied(),
+            },
+            DeviceKind::Generic { start, .. } => Some(*start),
+            DeviceKind::Disk { .. } => None,
+        }
+    }
+
+    /// The arrival after one at `now` (the `k`-th trace entry for traces).
+    fn next_arrival(&mut self, d: usize) -> Option<u64> {
+        let now = self.now;
+        let stop_ok = |t: u64, stop: &Option<u64>| stop.is_none_or(|s| t < s);
+        match &self.cfg.devices[d].kind {
+            DeviceKind::Nic { arrival, .. } => match arrival {
+                ArrivalCfg::Periodic { interval, stop, .. } => {
+                    let t = now + interval;
+                    stop_ok(t, stop).then_some(t)
+                }
+                ArrivalCfg::Poisson {
+                    rate_per_s, stop, ..
+                } => {
+                    let (r, stop) = (*rate_per_s, *stop);
+                    let t = now + self.rng.exponential_ns(r).max(1);
+                    stop_ok(t, &stop).then_some(t)
+                }
+                ArrivalCfg::Burst {
+                    count,
+                    gap,
+                    every,
+                    stop,
+                    start,
+                } => {
+                    let (count, gap, every, stop, start) = (*count, *gap, *every, *stop, *start);
+                    let dev = &mut self.devices[d];
+                    dev.burst_left = dev.burst_left.saturating_sub(1);
+                    let t = if dev.burst_left > 0 {
+                        now + gap.max(1)
+                    } else {
+                        dev.burst_left = count;
+                        // next burst boundary after now
+                        let k = (now.saturating_sub(start)) / every + 1;
+                        start + k * every
+                    };
+                    stop_ok(t, &stop).then_some(t)
+                }
+                ArrivalCfg::Trace { times } => {
+                    let i = times.partition_point(|&x| x <= now);
+                    times.get(i).copied()
+                }
+            },
+            DeviceKind::Generic {
+                min_interarrival,
+                jitter,
+                ..
+            } => {
+                let (m, j) = (*min_interarrival, *jitter);
+                Some(now + m + if j > 0 { self.rng.below(j + 1) } else { 0 })
+            }
+            DeviceKind::Disk { .. } => None,
+        }
+    }
+
+    /// Run to the configured duration and return the metrics.
+    pub fn run(mut self) -> Result<(Metrics, serde_json::Value), SimError> {
+        let end = self.cfg.duration;
+        while let Some(Reverse(ev)) = self.events.pop() {
+            if ev.time > end {
+                break;
+            }
+            self.now = ev.time;
+            self.processed += 1;
+            self.handle(ev.kind)?;
+            self.settle()?;
+        }
+        self.now = end;
+        for c in 0..self.cpus.len() {
+            self.advance(c);
+            self.close_segment(c);
+        }
+        Ok(self.finish())
+    }
+
+    fn handle(&mut self, kind: EvKind) -> Result<(), SimError> {
+        match kind {
+            EvKind::CpuCheck { cpu, epoch } => {
+                if self.cpus[cpu].epoch == epoch {
+                    self.dirty[cpu] = true;
+                }
+            }
+            EvKind::Release { task } => self.release(task)?,
+            EvKind::Wake { thread } => self.resume_task(thread)?,
+            EvKind::Arrival { device } => {
+                self.device_interrupt(device, None);
+                if let Some(t) = self.next_arrival(device) {
+                    self.post(t, EvKind::Arrival { device });
+                }
+            }
+            EvKind::DiskDone { device } => {
+                let req = self.devices[device].disk_queue.pop_front();
+                self.devices[device].disk_busy = false;
+                if let Some((thread, submitted)) = req {
+                    self.device_interrupt(device, Some((thread, submitted)));
+                }
+                self.start_disk(device);
+            }
+        }
+        Ok(())
+    }
+
+    /// Charge the time since the CPU's last update to what ran.
+    fn advance(&mut self, c: usize) {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        let dt = now - cpu.last;
+        cpu.last = now;
+        if dt == 0 {
+            return;
+        }
+        if let Some(isr) = cpu.isrs.front_mut() {
+            isr.remaining = isr.remaining.saturating_sub(dt);
+            cpu.metrics.isr_ns += dt;
+            return;
+        }
+        match cpu.running {
+            Some((t, background)) => {
+                let th = &mut self.threads[t];
+                th.remaining = th.remaining.saturating_sub(dt);
+                let s = &mut self.servers[th.server];
+                if background {
+                    s.background += dt;
+                } else {
+                    s.busy += dt;
+                    add_windows(&mut s.windows, self.cfg.window, now - dt, now);
+                }
+            }
+            None => cpu.metrics.idle_ns += dt,
+        }
+    }
+
+    fn close_segment(&mut self, c: usize) {
+        let now = self.now;
+        let start = self.cpus[c].seg_start;
+        if let Some((t, bg)) = self.cpus[c].running {
+            if now > start && self.cpus[c].isrs.is_empty() {
+                let th = &self.threads[t];
+                let s = &self.servers[th.server];
+                self.trace
+                    .run(c, th.server, &s.name, &th.name, start, now, bg);
+            }
+        }
+        self.cpus[c].seg_start = now;
+    }
+
+    fn touch(&mut self, c: usize) {
+        self.advance(c);
+        self.dirty[c] = true;
+    }
+
+    /// Re-evaluate dirty CPUs until nothing changes at this instant.
+    fn settle(&mut self) -> Result<(), SimError> {
+        let mut guard = 0u32;
+        while let Some(c) = self.dirty.iter().position(|&d| d) {
+            self.dirty[c] = false;
+            self.kick(c)?;
+            guard += 1;
+            if guard > MAX_STEPS {
+                return Err(SimError::Config {
+                    path: "tasks".into(),
+                    value: format!("t = {} ns", self.now),
+                    rule: "the system makes no progress at one instant (a program loop that neither computes nor blocks)".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn kick(&mut self, c: usize) -> Result<(), SimError> {
+        let now = self.now;
+        self.advance(c);
+        // Top halves first: they own the CPU until done.
+        while let Some(isr) = self.cpus[c].isrs.front() {
+            if isr.remaining > 0 {
+                let t = now + isr.remaining;
+                self.arm(c, t);
+                return Ok(());
+            }
+            let Some(isr) = self.cpus[c].isrs.pop_front() else {
+                break;
+            };
+            let name = self.cfg.devices[isr.device].name.clone();
+            self.trace.isr(
+                c,
+                &name,
+                isr.started,
+                now,
+                isr.job.as_ref().map_or(0, |j| j.flow),
+            );
+            self.cpus[c].seg_start = now;
+            if let Some(job) = isr.job {
+                self.enqueue_bh(job)?;
+            }
+            self.cpus[c].need_resched = true;
+        }
+        // The running thread finished its step?
+        if let Some((t, _)) = self.cpus[c].running {
+            if self.threads[t].remaining == 0 {
+                self.step_done(t)?;
+            }
+        }
+        let cpu = &self.cpus[c];
+        if cpu.need_resched || cpu.next_update.is_some_and(|u| u <= now) {
+            self.dispatch(c)?;
+        }
+        let mut t = self.cpus[c].next_update.unwrap_or(u64::MAX);
+        if let Some((th, _)) = self.cpus[c].running {
+            t = t.min(now.saturating_add(self.threads[th].remaining));
+        }
+        if t != u64::MAX {
+            self.arm(c, t);
+        } else {
+            self.cpus[c].epoch += 1;
+        }
+        Ok(())
+    }
+
+    fn arm(&mut self, c: usize, t: u64) {
+        self.cpus[c].epoch += 1;
+        let epoch = self.cpus[c].epoch;
+        self.post(t, EvKind::CpuCheck { cpu: c, epoch });
+    }
+
+    fn dispatch(&mut self, c: usize) -> Result<(), SimError> {
+        let now = self.now;
+        self.close_segment(c);
+        let prev = self.cpus[c].running.map(|(t, _)| self.threads[t].server);
+        let d = self.cpus[c]
+            .sched
+            .schedule(Nanos(now))
+            .map_err(core_err(format!("cpu {c}")))?;
+        if let Some(g) = prev {
+            // replenishment-queue occupancy after the previous server's
+            // end_timeslice
+            if let Ok(Server::Sporadic(ss)) = self.cpus[c].sched.server(self.servers[g].local) {
+                let s = &mut self.servers[g];
+                let n = ss.queue_len();
+                s.queue_max = s.queue_max.max(n);
+                s.queue_sum += n as u64;
+                s.queue_samples += 1;
+            }
+        }
+        let cpu = &mut self.cpus[c];
+        cpu.need_resched = false;
+        cpu.next_update = d.next_update.map(|x| x.as_ns());
+        cpu.running = match (d.server, d.thread) {
+            (Some(s), Some(t)) => {
+                let g = cpu.servers[s.0];
+                let th = *cpu.threads.get(t.0).ok_or_else(|| SimError::Config {
+                    path: format!("cpu {c}"),
+                    value: format!("{t:?}"),
+                    rule: "dispatched thread unknown to the machine".into(),
+                })?;
+                let budget = cpu
+                    .sched
+                    .server(s)
+                    .ok()
+                    .map(|x| x.budget().as_ns())
+                    .filter(|&b| b != u64::MAX);
+                let name = self.servers[g].name.clone();
+                self.trace.budget(c, &name, now, budget);
+                Some((th, d.background))
+            }
+            _ => None,
+        };
+        Ok(())
+    }
+
+    // ---- threads -------------------------------------------------------
+
+    /// Core wake-up of a thread whose next step is computed.
+    fn wake(&mut self, t: usize, inherit: Option<u64>) -> Result<(), SimError> {
+        let c = self.threads[t].cpu;
+        self.touch(c);
+        let core = self.threads[t].core;
+        let preempt = self.cpus[c]
+            .sched
+            .wakeup(Nanos(self.now), core, inherit.map(Nanos))
+            .map_err(core_err(format!("wakeup of {}", self.threads[t].name)))?;
+        self.threads[t].active = true;
+        if preempt {
+            self.cpus[c].need_resched = true;
+        }
+        Ok(())
+    }
+
+    fn block(&mut self, t: usize) -> Result<(), SimError> {
+        let c = self.threads[t].cpu;
+        self.touch(c);
+        let core = self.threads[t].core;
+        let was_running = self.cpus[c]
+            .sched
+            .block(Nanos(self.now), core)
+            .map_err(core_err(format!("block of {}", self.threads[t].name)))?;
+        self.threads[t].active = false;
+        if was_running {
+            self.cpus[c].need_resched = true;
+        }
+        Ok(())
+    }
+
+    /// The running thread finished its compute step.
+    fn step_done(&mut self, t: usize) -> Result<(), SimError> {
+        match &mut self.threads[t].kind {
+            Kind::Task(ts) => {
+                if let Some((dev, since)) = ts.returning.take() {
+                    let lat = self.now - since;
+                    self.devices[dev].latency.record(Nanos(lat));
+                }
+                self.run_program(t)
+            }
+            Kind::BottomHalf { current, .. } => {
+                if let Some(job) = current.take() {
+                    self.bh_done(t, job)?;
+                }
+                self.next_bh_job(t)
+            }
+        }
+    }
+
+    /// Execute program steps until the next compute step or a block.
+    /// Precondition: the thread is a task.
+    fn run_program(&mut self, t: usize) -> Result<(), SimError> {
+        let now = self.now;
+        let mut steps = 0u32;
+        loop {
+            steps += 1;
+            if steps > MAX_STEPS {
+                return Err(SimError::Config {
+                    path: format!("tasks ({})", self.threads[t].name),
+                    value: format!("t = {now} ns"),
+                    rule: "the program makes no progress (a loop that neither computes nor blocks)"
+                        .into(),
+                });
+            }
+            let Kind::Task(ts) = &mut self.threads[t].kind else {
+                return Ok(());
+            };
+            if ts.pc >= ts.ops.len() {
+                // job complete
+                let task = ts.task;
+                if let Some(rel) = ts.job.take() {
+                    self.job_done(task, rel);
+                }
+                let Kind::Task(ts) = &mut self.threads[t].kind else {
+                    return Ok(());
+                };
+                ts.pc = 0;
+                ts.loops.clear();
+                if let Some(r) = ts.backlog.pop_front() {
+                    ts.job = Some(r);
+                    continue;
+                }
+                return self.park(t);
+            }
+            let op = ts.ops[ts.pc].clone();
+            match op {
+                Op::Compute(ns) => {
+                    ts.pc += 1;
+                    self.threads[t].remaining = ns;
+                    return self.ensure_active(t);
+                }
+                Op::Sleep(ns) => {
+                    ts.pc += 1;
+                    self.post(now + ns, EvKind::Wake { thread: t });
+                    return self.park(t);
+                }
+                Op::LoopStart { count } => {
+                    ts.loops.push(count);
+                    ts.pc += 1;
+                }
+                Op::LoopEnd { start } => {
+                    let again = match ts.loops.last_mut() {
+                        Some(Some(n)) => {
+                            *n -= 1;
+                            *n > 0
+                        }
+                        Some(None) => true,
+                        None => false,
+                    };
+                    if again {
+                        ts.pc = start + 1;
+                    } else {
+                        ts.loops.pop();
+                        ts.pc += 1;
+                    }
+                }
+                Op::Io(dev) => {
+                    ts.pc += 1;
+                    ts.waiting_io = Some((dev, now));
+                    let disk = matches!(self.cfg.devices[dev].kind, DeviceKind::Disk { .. });
+                    if disk {
+                        self.devices[dev].disk_queue.push_back((t, now));
+                        self.start_disk(dev);
+                        return self.park(t);
+                    }
+                    if self.devices[dev].buffer.pop_front().is_some() {
+                        // data already there: the read returns after
+                        // Omega_Main
+                        if self.io_return(t)? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    self.devices[dev].waiters.push_back(t);
+                    return self.park(t);
+                }
+            }
+        }
+    }
+
+    /// The task's pending I/O returns now: it spends Omega_Main (returns
+    /// true: a compute step was set) or records the latency at once.
+    fn io_return(&mut self, t: usize) -> Result<bool, SimError> {
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(false);
+        };
+        let Some((dev, since)) = ts.waiting_io.take() else {
+            return Ok(false);
+        };
+        let omega = self.cfg.devices[dev].omega_main;
+        if omega > 0 {
+            ts.returning = Some((dev, since));
+            self.threads[t].remaining = omega;
+            self.ensure_active(t)?;
+            Ok(true)
+        } else {
+            self.devices[dev].latency.record(Nanos(self.now - since));
+            Ok(false)
+        }
+    }
+
+    fn ensure_active(&mut self, t: usize) -> Result<(), SimError> {
+        if !self.threads[t].active {
+            self.wake(t, None)?;
+        }
+        Ok(())
+    }
+
+    fn park(&mut self, t: usize) -> Result<(), SimError> {
+        self.threads[t].remaining = 0;
+        if self.threads[t].active {
+            self.block(t)?;
+        }
+        Ok(())
+    }
+
+    /// A blocked task resumes (sleep end, I/O completion).
+    fn resume_task(&mut self, t: usize) -> Result<(), SimError> {
+        if self.threads[t].active {
+            return Ok(());
+        }
+        if self.io_return(t)? {
+            return Ok(());
+        }
+        self.run_program(t)
+    }
+
+    fn release(&mut self, task: usize) -> Result<(), SimError> {
+        let now = self.now;
+        let t = self.tasks[task].thread;
+        self.tasks[task].released += 1;
+        if let Release::Periodic { period, jobs, .. } = self.cfg.tasks[task].release {
+            if jobs.is_none_or(|j| self.tasks[task].released < j) {
+                self.post(now + period, EvKind::Release { task });
+            }
+        }
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(());
+        };
+        if ts.job.is_some() {
+            ts.backlog.push_back(now);
+            return Ok(());
+        }
+        ts.job = Some(now);
+        ts.pc = 0;
+        ts.loops.clear();
+        self.run_program(t)
+    }
+
+    fn job_done(&mut self, task: usize, release: u64) {
+        let now = self.now;
+        let deadline = match self.cfg.tasks[task].release {
+            Release::Periodic {
+                period, deadline, ..
+            } => Some(deadline.unwrap_or(period)),
+            Release::Once { .. } => None,
+        };
+        let info = &mut self.tasks[task];
+        info.completed += 1;
+        info.response.record(Nanos(now - release));
+        if deadline.is_some_and(|d| now > release + d) {
+            info.misses += 1;
+        }
+        if info.completions.len() < MAX_COMPLETIONS {
+            info.completions.push(now);
+        }
+    }
+
+    // ---- devices and bottom halves -------------------------------------
+
+    fn start_disk(&mut self, d: usize) {
+        if self.devices[d].disk_busy || self.devices[d].disk_queue.is_empty() {
+            return;
+        }
+        if let DeviceKind::Disk { latency, .. } = self.cfg.devices[d].kind {
+            self.devices[d].disk_busy = true;
+            self.post(self.now + latency, EvKind::DiskDone { device: d });
+        }
+    }
+
+    /// An interrupt from device `d`: top half on its CPU, then a
+    /// bottom-half job.
+    fn device_interrupt(&mut self, d: usize, request: Option<(usize, u64)>) {
+        let now = self.now;
+        let dev = &self.cfg.devices[d];
+        let (top, work) = match &dev.kind {
+            DeviceKind::Nic {
+                top_half,
+                bottom_half,
+                ..
+            } => (*top_half, *bottom_half),
+            DeviceKind::Disk {
+                top_half,
+                per_sector,
+                sectors,
+                ..
+            } => (*top_half, per_sector * sectors),
+            DeviceKind::Generic { isr, dsr, .. } => (*isr, *dsr),
+        };
+        let class = dev.class;
+        // The Main VCPU served: the requester's, else the class consumer's.
+        let served = request.map(|(t, _)| t).or_else(|| {
+            self.cfg.classes[class]
+                .consumer
+                .map(|k| self.tasks[k].thread)
+        });
+        let period = served.and_then(|t| self.servers[self.threads[t].server].period);
+        let deliver = match request {
+            Some((thread, _)) => Deliver::Request { thread },
+            None => Deliver::Event,
+        };
+        self.flow += 2;
+        let job = BhJob {
+            device: d,
+            work,
+            arrival: now,
+            period,
+            deliver,
+            flow: self.flow,
+        };
+        self.devices[d].interrupts += 1;
+        let c = dev.cpu;
+        self.touch(c);
+        let was_idle_of_isr = self.cpus[c].isrs.is_empty();
+        if was_idle_of_isr {
+            self.close_segment(c);
+        }
+        self.cpus[c].isrs.push_back(Isr {
+            device: d,
+            remaining: top,
+            started: now,
+            job: Some(job),
+        });
+    }
+
+    fn enqueue_bh(&mut self, job: BhJob) -> Result<(), SimError> {
+        let class = self.cfg.devices[job.device].class;
+        let t = self.class_bh[class];
+        let period = job.period;
+        if let Kind::BottomHalf { queue, .. } = &mut self.threads[t].kind {
+            queue.push_back(job);
+        }
+        if !self.threads[t].active {
+            self.next_bh_job(t)?;
+        }
+        // Every I/O event runs Alg. 10 once for the Main VCPU it serves
+        // (PIBS inheritance; also for an already active I/O VCPU).
+        let c = self.threads[t].cpu;
+        self.touch(c);
+        let core = self.threads[t].core;
+        if self.cpus[c]
+            .sched
+            .wakeup(Nanos(self.now), core, period.map(Nanos))
+            .map_err(core_err("bottom-half request"))?
+        {
+            self.cpus[c].need_resched = true;
+        }
+        self.threads[t].active = true;
+        Ok(())
+    }
+
+    /// Take the next bottom-half job, or block when there is none.
+    fn next_bh_job(&mut self, t: usize) -> Result<(), SimError> {
+        let Kind::BottomHalf { queue, current } = &mut self.threads[t].kind else {
+            return Ok(());
+        };
+        let Some(job) = queue.pop_front() else {
+            return self.park(t);
+        };
+        let (work, flow) = (job.work, job.flow);
+        *current = Some(job);
+        let cpu = self.threads[t].cpu;
+        self.trace.flow_step(cpu, self.now, flow, "irq->bh", true);
+        self.threads[t].remaining = work.max(1);
+        Ok(())
+    }
+
+    fn bh_done(&mut self, t: usize, job: BhJob) -> Result<(), SimError> {
+        let now = self.now;
+        let d = job.device;
+        let bytes = match &self.cfg.devices[d].kind {
+            DeviceKind::Nic { bytes, .. } => *bytes,
+            DeviceKind::Disk {
+                sectors,
+                sector_bytes,
+                ..
+            } => sectors * sector_bytes,
+            DeviceKind::Generic { .. } => 0,
+        };
+        let dev = &mut self.devices[d];
+        dev.handled += 1;
+        dev.bytes += bytes;
+        if let Some(w) = dev.bytes_windows.get_mut((now / self.cfg.window) as usize) {
+            *w += bytes;
+        }
+        dev.handling.record(Nanos(now - job.arrival));
+        // strict PIBS: service for this Main VCPU ends
+        if let (Some(p), Some(srv)) = (
+            job.period,
+            self.cfg.classes[self.cfg.devices[d].class].iovcpu,
+        ) {
+            if matches!(
+                self.cfg.servers[srv].policy,
+                PolicyCfg::Pibs { strict: true, .. }
+            ) && self.cfg.path == InterruptPath::Quest
+            {
+                let c = self.servers[srv].cpu;
+                let local = self.servers[srv].local;
+                self.cpus[c]
+                    .sched
+                    .io_service_done(Nanos(now), local, Nanos(p))
+                    .map_err(core_err("io_service_done"))?;
+            }
+        }
+        let cpu = self.threads[t].cpu;
+        match job.deliver {
+            Deliver::Request { thread, .. } => {
+                self.trace
+                    .flow_step(cpu, now, job.flow + 1, "bh->task", true);
+                self.resume_task(thread)?;
+            }
+            Deliver::Event => {
+                let cap = match &self.cfg.devices[d].kind {
+                    DeviceKind::Nic { buffer, .. } => *buffer,
+                    _ => default_event_buffer(),
+                };
+                if let Some(w) = self.devices[d].waiters.pop_front() {
+                    self.resume_task(w)?;
+                } else if self.devices[d].buffer.len() < cap {
+                    self.devices[d].buffer.push_back((job.arrival, now));
+                } else {
+                    self.devices[d].dropped += 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> (Metrics, serde_json::Value) {
+        let dur = self.cfg.duration;
+        let w = self.cfg.window;
+        let cpus = self
+            .cpus
+            .iter()
+            .map(|c| {
+                let st = c.sched.stats();
+                let ops = c.sched.replenishment_ops();
+                let cost = st.schedule_calls as f64 * self.cfg.overhead.schedule_ns
+                    + ops as f64 * self.cfg.overhead.repl_op_ns;
+                CpuMetrics {
+                    schedule_calls: st.schedule_calls,
+                    wakeups: st.wakeups,
+                    server_switches: st.server_switches,
+                    replenishment_ops: ops,
+                    isr_ns: c.metrics.isr_ns,
+                    idle_ns: c.metrics.idle_ns,
+                    overhead_percent: 100.0 * cost / dur as f64,
+                }
+            })
+            .collect();
+        let servers = self
+            .servers
+            .iter()
+            .map(|s| {
+                let kind = self.cpus[s.cpu]
+                    .sched
+                    .server(s.local)
+                    .map(|x| x.kind())
+                    .unwrap_or("?");
+                ServerMetrics {
+                    name: s.name.clone(),
+                    cpu: s.cpu,
+                    kind: kind.to_owned(),
+                    busy_ns: s.busy,
+                    background_ns: s.background,
+                    share: s.busy as f64 / dur as f64,
+                    share_windows: window_fractions(&s.windows, w, dur),
+                    max_queue: s.queue_max,
+                    mean_queue: if s.queue_samples > 0 {
+                        s.queue_sum as f64 / s.queue_samples as f64
+                    } else {
+                        0.0
+                    },
+                }
+            })
+            .collect();
+        let tasks = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| TaskMetrics {
+                name: self.cfg.tasks[i].name.clone(),
+                released: t.released,
+                completed: t.completed,
+                deadline_misses: t.misses,
+                response: Dist::from_recorder(&t.response),
+                completions: t.completions.clone(),
+            })
+            .collect();
+        let devices = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| DeviceMetrics {
+                name: self.cfg.devices[i].name.clone(),
+                interrupts: d.interrupts,
+                handled: d.handled,
+                dropped: d.dropped,
+                bytes: d.bytes,
+                throughput_bps: d.bytes as f64 / (dur as f64 / 1e9),
+                throughput_windows: d
+                    .bytes_windows
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &b)| b as f64 / (window_len(k, w, dur) as f64 / 1e9))
+                    .collect(),
+                latency: Dist::from_recorder(&d.latency),
+                handling: Dist::from_recorder(&d.handling),
+            })
+            .collect();
+        let path = match self.cfg.path {
+            InterruptPath::Quest => "quest",
+            InterruptPath::QuestNoIovcpu => "quest-no-iovcpu",
+        };
+        let m = Metrics {
+            duration_ns: dur,
+            seed: self.cfg.seed,
+            path: path.to_owned(),
+            window_ns: w,
+            events: self.processed,
+            cpus,
+            servers,
+            tasks,
+            devices,
+        };
+        (m, self.trace.to_json())
+    }
+}
+
+fn default_event_buffer() -> usize {
+    1024
+}
+
+fn first_requester(cfg: &SimConfig, class: usize) -> Option<usize> {
+    fn uses(phases: &[Phase], cfg: &SimConfig, class: usize) -> bool {
+        phases.iter().any(|p| match p {
+            Phase::Io { device } => cfg.devices.get(*device).is_some_and(|d| d.class == class),
+            Phase::Loop { body, .. } => uses(body, cfg, class),
+            _ => false,
+        })
+    }
+    cfg.tasks
+        .iter()
+        .find(|t| uses(&t.program, cfg, class))
+        .map(|t| t.server)
+}
+
+fn window_len(k: usize, w: u64, dur: u64) -> u64 {
+    let start = k as u64 * w;
+    (start + w).min(dur) - start
+}
+
+fn window_fractions(v: &[u64], w: u64, dur: u64) -> Vec<f64> {
+    v.iter()
+        .enumerate()
+        .map(|(k, &b)| b as f64 / window_len(k, w, dur) as f64)
+        .collect()
+}
+
+/// Add the interval `[a, b)` to per-window totals of width `w`.
+fn add_windows(win: &mut [u64], w: u64, a: u64, b: u64) {
+    let mut t = a;
+    while t < b {
+        let k = (t / w) as usize;
+        let end = ((k as u64 + 1) * w).min(b);
+        if let Some(x) = win.get_mut(k) {
+            *x += end - t;
+        }
+        t = end;
+    }
+}
