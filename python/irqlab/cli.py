@@ -18,6 +18,7 @@ from collections.abc import Sequence
 COMMAND_MODULES: list[str] = [
     "irqlab.commands.demo",
     "irqlab.commands.reproduce",
+    "irqlab.commands.measure",
 ]
 
 
