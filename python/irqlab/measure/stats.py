@@ -53,7 +53,7 @@ def as_array(samples: Iterable[float] | np.ndarray) -> np.ndarray:
     bad = np.flatnonzero(~np.isfinite(arr) | (arr < 0))
     if bad.size:
         i = int(bad[0])
-        raise ValueError(f"samples[{i}]: {arr[i]!r} is not a finite non-negative latency")
+        raise ValueError(f"samples[{i}]: {float(arr[i])!r} is not a finite non-negative latency")
     return arr
 
 
