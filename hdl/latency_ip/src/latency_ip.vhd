@@ -451,24 +451,25 @@ begin
           s01_bvalid_r <= '1';
           s01_bresp_r  <= RESP_OKAY;
           reg := to_integer(unsigned(s01_awaddr_r(5 downto 2)));
-          case reg is
-            when REG_CTRL =>
-              if s01_wstrb_r(0) = '1' then
-                we        <= s01_wdata_r(0);
-                clear_cmd <= s01_wdata_r(1);
-              end if;
-            when REG_ALARM_LAT =>
-              word := (others => '0');
-              word(CNT_WIDTH - 1 downto 0) := std_logic_vector(alarm_lat);
-              word := merge(word, s01_wdata_r, s01_wstrb_r);
-              alarm_lat <= unsigned(word(CNT_WIDTH - 1 downto 0));
-            when REG_STATUS =>
-              if s01_wstrb_r(0) = '1' then
-                w1c_cmd <= s01_wdata_r(4 downto 0) and W1C_MASK;
-              end if;
-            when others =>
-              s01_bresp_r <= RESP_SLVERR;     -- read-only or unmapped
-          end case;
+          -- if/elsif rather than case: GHDL 2.0's Verilog output of a case
+          -- without a default makes yosys infer latches
+          if reg = REG_CTRL then
+            if s01_wstrb_r(0) = '1' then
+              we        <= s01_wdata_r(0);
+              clear_cmd <= s01_wdata_r(1);
+            end if;
+          elsif reg = REG_ALARM_LAT then
+            word := (others => '0');
+            word(CNT_WIDTH - 1 downto 0) := std_logic_vector(alarm_lat);
+            word := merge(word, s01_wdata_r, s01_wstrb_r);
+            alarm_lat <= unsigned(word(CNT_WIDTH - 1 downto 0));
+          elsif reg = REG_STATUS then
+            if s01_wstrb_r(0) = '1' then
+              w1c_cmd <= s01_wdata_r(4 downto 0) and W1C_MASK;
+            end if;
+          else
+            s01_bresp_r <= RESP_SLVERR;       -- read-only or unmapped
+          end if;
         end if;
 
         if s01_rvalid_r = '1' then
@@ -480,26 +481,33 @@ begin
           word := (others => '0');
           s01_rresp_r  <= RESP_OKAY;
           s01_rvalid_r <= '1';
-          case reg is
-            when REG_CTRL      => word(0) := we;
-            when REG_ALARM_LAT => word(CNT_WIDTH - 1 downto 0) := std_logic_vector(alarm_lat);
-            when REG_LAST      => word(CNT_WIDTH - 1 downto 0) := std_logic_vector(last_r);
-            when REG_MAX       => word(CNT_WIDTH - 1 downto 0) := std_logic_vector(max_r);
-            when REG_MIN       => word(CNT_WIDTH - 1 downto 0) := std_logic_vector(min_r);
-            when REG_NUM       => word := std_logic_vector(num_r);
-            when REG_STATUS    =>
-              word(ST_ALARM)   := alarm_f;
-              word(ST_FULL)    := full_f;
-              word(ST_SAT)     := sat_f;
-              word(ST_ORPHAN)  := orphan_f;
-              word(ST_OVERRUN) := overrun_f;
-              word(ST_PENDING) := pending;
-            when REG_INFO      =>
-              word(7 downto 0)  := std_logic_vector(to_unsigned(CNT_WIDTH, 8));
-              word(31 downto 8) := std_logic_vector(to_unsigned(DEPTH, 24));
-            when REG_ID        => word := IP_ID;
-            when others        => s01_rresp_r <= RESP_SLVERR;
-          end case;
+          if reg = REG_CTRL then
+            word(0) := we;
+          elsif reg = REG_ALARM_LAT then
+            word(CNT_WIDTH - 1 downto 0) := std_logic_vector(alarm_lat);
+          elsif reg = REG_LAST then
+            word(CNT_WIDTH - 1 downto 0) := std_logic_vector(last_r);
+          elsif reg = REG_MAX then
+            word(CNT_WIDTH - 1 downto 0) := std_logic_vector(max_r);
+          elsif reg = REG_MIN then
+            word(CNT_WIDTH - 1 downto 0) := std_logic_vector(min_r);
+          elsif reg = REG_NUM then
+            word := std_logic_vector(num_r);
+          elsif reg = REG_STATUS then
+            word(ST_ALARM)   := alarm_f;
+            word(ST_FULL)    := full_f;
+            word(ST_SAT)     := sat_f;
+            word(ST_ORPHAN)  := orphan_f;
+            word(ST_OVERRUN) := overrun_f;
+            word(ST_PENDING) := pending;
+          elsif reg = REG_INFO then
+            word(7 downto 0)  := std_logic_vector(to_unsigned(CNT_WIDTH, 8));
+            word(31 downto 8) := std_logic_vector(to_unsigned(DEPTH, 24));
+          elsif reg = REG_ID then
+            word := IP_ID;
+          else
+            s01_rresp_r <= RESP_SLVERR;
+          end if;
           s01_rdata_r <= word;
         end if;
       end if;
