@@ -140,6 +140,27 @@ struct ThreadSlot {
     fp_entry: Option<(Reverse<u32>, u64, usize)>,
 }
 
+/// The scheduling fields of a thread (copied on the hot path instead of the
+/// whole slot, which owns its name).
+#[derive(Copy, Clone, Debug)]
+struct ThreadHot {
+    server: usize,
+    priority: u32,
+    runnable: bool,
+    fp_entry: Option<(Reverse<u32>, u64, usize)>,
+}
+
+impl ThreadSlot {
+    fn hot(&self) -> ThreadHot {
+        ThreadHot {
+            server: self.server,
+            priority: self.priority,
+            runnable: self.runnable,
+            fp_entry: self.fp_entry,
+        }
+    }
+}
+
 #[derive(Copy, Clone, Debug)]
 struct Current {
     server: usize,
@@ -476,7 +497,7 @@ impl Scheduler {
         inherit_period: Option<Nanos>,
     ) -> Result<bool, CoreError> {
         self.check_time(now)?;
-        let t = self.thread_slot(thread)?.clone();
+        let t = self.thread_slot(thread)?.hot();
         if t.runnable && inherit_period.is_none() {
             return Ok(false);
         }
@@ -538,7 +559,7 @@ impl Scheduler {
     /// caller must call `schedule` now).
     pub fn block(&mut self, now: Nanos, thread: ThreadId) -> Result<bool, CoreError> {
         self.check_time(now)?;
-        let t = self.thread_slot(thread)?.clone();
+        let t = self.thread_slot(thread)?.hot();
         if !t.runnable {
             return Ok(false);
         }

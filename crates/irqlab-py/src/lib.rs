@@ -6,11 +6,13 @@
 use pyo3::prelude::*;
 
 mod core_api;
+mod sim_api;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     core_api::register(m)?;
+    sim_api::register(m)?;
     register_submodules(m)
 }
 

@@ -55,9 +55,8 @@ pub enum PolicyCfg {
         runtime: u64,
         period: u64,
     },
-    Unbounded {
-        rank: u64,
-    },
+    /// No budget; ordered by the server's `rank` (required).
+    Unbounded,
 }
 
 fn default_max_repl() -> usize {
@@ -371,6 +370,13 @@ impl SimConfig {
         for (i, s) in self.servers.iter().enumerate() {
             if s.cpu >= self.cpus {
                 return Err(bad(format!("servers[{i}].cpu"), s.cpu, "no such CPU"));
+            }
+            if s.policy == PolicyCfg::Unbounded && s.rank.is_none() {
+                return Err(bad(
+                    format!("servers[{i}].rank"),
+                    "none",
+                    "an unbounded server needs a rank",
+                ));
             }
         }
         let nsrv = self.servers.len();

@@ -155,6 +155,8 @@ struct Cpu {
     need_resched: bool,
     last: u64,
     epoch: u64,
+    /// Time of the pending check of the current epoch.
+    armed: Option<u64>,
     isrs: VecDeque<Isr>,
     /// Start of the current run segment (for the trace).
     seg_start: u64,
@@ -220,9 +222,12 @@ pub struct Simulation {
     processed: u64,
 }
 
-fn core_err(context: impl Into<String>) -> impl FnOnce(irqlab_core::CoreError) -> SimError {
-    let context = context.into();
-    move |source| SimError::Core { context, source }
+/// Wrap a core error with context built only when there is an error.
+fn core_err<F: FnOnce() -> String>(context: F) -> impl FnOnce(irqlab_core::CoreError) -> SimError {
+    move |source| SimError::Core {
+        context: context(),
+        source,
+    }
 }
 
 fn build_server(
@@ -280,7 +285,10 @@ fn build_server(
             Server::Cbs(Cbs::new(Nanos(*runtime), Nanos(*period), Nanos(0))?),
             Some(*period),
         ),
-        PolicyCfg::Unbounded { rank } => (Server::Unbounded(Unbounded::new(*rank)), None),
+        PolicyCfg::Unbounded => (
+            Server::Unbounded(Unbounded::new(rank.unwrap_or(u64::MAX))),
+            None,
+        ),
     })
 }
 
@@ -299,6 +307,7 @@ impl Simulation {
                 need_resched: true,
                 last: 0,
                 epoch: 0,
+                armed: None,
                 isrs: VecDeque::new(),
                 seg_start: 0,
                 metrics: CpuMetrics::default(),
@@ -307,12 +316,12 @@ impl Simulation {
         let mut servers = Vec::new();
         for (i, s) in cfg.servers.iter().enumerate() {
             let (server, period) = build_server(&s.policy, s.rank)
-                .map_err(core_err(format!("servers[{i}] ({})", s.name)))?;
+                .map_err(core_err(|| format!("servers[{i}] ({})", s.name)))?;
             let cpu = &mut cpus[s.cpu];
             let local = cpu
                 .sched
                 .add_server(s.name.clone(), server, ThreadPolicy::FixedPriority)
-                .map_err(core_err(format!("servers[{i}]")))?;
+                .map_err(core_err(|| format!("servers[{i}]")))?;
             cpu.servers.push(i);
             servers.push(ServerInfo {
                 name: s.name.clone(),
@@ -334,7 +343,7 @@ impl Simulation {
             let core = cpus[cpu]
                 .sched
                 .add_thread(t.name.clone(), servers[t.server].local, t.priority)
-                .map_err(core_err(format!("tasks[{i}]")))?;
+                .map_err(core_err(|| format!("tasks[{i}]")))?;
             cpus[cpu].threads.push(threads.len());
             let mut ops = Vec::new();
             flatten(&t.program, &mut ops);
@@ -390,7 +399,7 @@ impl Simulation {
             let core = cpus[cpu]
                 .sched
                 .add_thread(format!("{}.bh", c.name), servers[server].local, u32::MAX)
-                .map_err(core_err(format!("classes[{i}]")))?;
+                .map_err(core_err(|| format!("classes[{i}]")))?;
             class_bh.push(threads.len());
             cpus[cpu].threads.push(threads.len());
             threads.push(Thread {
@@ -569,6 +578,7 @@ impl Simulation {
         match kind {
             EvKind::CpuCheck { cpu, epoch } => {
                 if self.cpus[cpu].epoch == epoch {
+                    self.cpus[cpu].armed = None;
                     self.dirty[cpu] = true;
                 }
             }
@@ -704,11 +714,17 @@ impl Simulation {
             self.arm(c, t);
         } else {
             self.cpus[c].epoch += 1;
+            self.cpus[c].armed = None;
         }
         Ok(())
     }
 
     fn arm(&mut self, c: usize, t: u64) {
+        if self.cpus[c].armed == Some(t) {
+            // The pending check for this epoch already fires at `t`.
+            return;
+        }
+        self.cpus[c].armed = Some(t);
         self.cpus[c].epoch += 1;
         let epoch = self.cpus[c].epoch;
         self.post(t, EvKind::CpuCheck { cpu: c, epoch });
@@ -721,7 +737,7 @@ impl Simulation {
         let d = self.cpus[c]
             .sched
             .schedule(Nanos(now))
-            .map_err(core_err(format!("cpu {c}")))?;
+            .map_err(core_err(|| format!("cpu {c}")))?;
         if let Some(g) = prev {
             // replenishment-queue occupancy after the previous server's
             // end_timeslice
@@ -769,7 +785,7 @@ impl Simulation {
         let preempt = self.cpus[c]
             .sched
             .wakeup(Nanos(self.now), core, inherit.map(Nanos))
-            .map_err(core_err(format!("wakeup of {}", self.threads[t].name)))?;
+            .map_err(core_err(|| format!("wakeup of {}", self.threads[t].name)))?;
         self.threads[t].active = true;
         if preempt {
             self.cpus[c].need_resched = true;
@@ -784,7 +800,7 @@ impl Simulation {
         let was_running = self.cpus[c]
             .sched
             .block(Nanos(self.now), core)
-            .map_err(core_err(format!("block of {}", self.threads[t].name)))?;
+            .map_err(core_err(|| format!("block of {}", self.threads[t].name)))?;
         self.threads[t].active = false;
         if was_running {
             self.cpus[c].need_resched = true;
@@ -1075,7 +1091,7 @@ impl Simulation {
         if self.cpus[c]
             .sched
             .wakeup(Nanos(self.now), core, period.map(Nanos))
-            .map_err(core_err("bottom-half request"))?
+            .map_err(core_err(|| "bottom-half request".to_owned()))?
         {
             self.cpus[c].need_resched = true;
         }
@@ -1133,7 +1149,7 @@ impl Simulation {
                 self.cpus[c]
                     .sched
                     .io_service_done(Nanos(now), local, Nanos(p))
-                    .map_err(core_err("io_service_done"))?;
+                    .map_err(core_err(|| "io_service_done".to_owned()))?;
             }
         }
         let cpu = self.threads[t].cpu;

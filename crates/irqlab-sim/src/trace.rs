@@ -31,6 +31,10 @@ impl Trace {
         }
     }
 
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
     fn on(&mut self, t: u64) -> bool {
         if !self.enabled || t > self.until {
             return false;
