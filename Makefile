@@ -7,8 +7,9 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
-# Debian packages the tests need (GHDL simulates the Latencies IP).
-APT_PACKAGES := ghdl
+# Debian packages the tests need (GHDL simulates and synthesizes the Latencies IP,
+# yosys maps it to FPGA cells for the synthesis sanity check).
+APT_PACKAGES := ghdl yosys
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
