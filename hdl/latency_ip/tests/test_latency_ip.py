@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -88,7 +89,9 @@ def test_small_generics(runner) -> None:
 
 
 def test_table4_scenarios_through_ip(runner, tmp_path: Path) -> None:
-    out = tmp_path / "table4"
+    """Set IRQLAB_TABLE4_OUT=DIR to keep the IP dumps and the report."""
+    keep = os.environ.get("IRQLAB_TABLE4_OUT")
+    out = Path(keep).resolve() if keep else tmp_path / "table4"
     run_tb(runner, "table4", ["table4_scenarios"], {}, env={"IRQLAB_LATENCY_OUT": str(out)})
     datasets = []
     for row in table4.TABLE4:
@@ -106,8 +109,8 @@ def test_table4_scenarios_through_ip(runner, tmp_path: Path) -> None:
         if row.scenario != "OpenAMP":  # the paper's OpenAMP jitter is inconsistent
             assert abs(s.jitter - row.jitter) <= 0.0125 + 0.01, (row.scenario, s.jitter)
         datasets.append(dump)
-    rep = report.build(datasets)
-    paths = report.write(rep, tmp_path / "report")
+    rep = report.build(datasets, paper=True)
+    paths = report.write(rep, out / "report")
     md = paths["md"].read_text()
     assert all(row.scenario in md for row in table4.TABLE4)
     assert paths["png"].stat().st_size > 1000
