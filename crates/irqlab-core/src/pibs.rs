@@ -209,6 +209,10 @@ impl ServerPolicy for Pibs {
             self.period.map_or(u64::MAX, |t| t.as_ns()),
         )
     }
+
+    fn tie(&self) -> u8 {
+        0
+    }
 }
 
 #[cfg(test)]

@@ -216,6 +216,7 @@ mod tests {
         PriorityKey {
             class: Class::FixedPriority,
             key,
+            tie: 1,
             id,
         }
     }

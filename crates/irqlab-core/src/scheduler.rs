@@ -279,13 +279,8 @@ impl Scheduler {
     }
     /// The server's priority key as the scheduler orders it now.
     pub fn priority_key(&self, id: ServerId) -> Result<PriorityKey, CoreError> {
-        let s = self.slot(id)?;
-        let (class, key) = s.server.key();
-        Ok(PriorityKey {
-            class,
-            key,
-            id: id.0,
-        })
+        self.slot(id)?;
+        Ok(self.key_of(id.0))
     }
     pub fn is_runnable(&self, id: ServerId) -> Result<bool, CoreError> {
         Ok(self.slot(id)?.runq.len() > 0)
@@ -310,8 +305,14 @@ impl Scheduler {
     }
 
     fn key_of(&self, id: usize) -> PriorityKey {
-        let (class, key) = self.servers[id].server.key();
-        PriorityKey { class, key, id }
+        let s = &self.servers[id].server;
+        let (class, key) = s.key();
+        PriorityKey {
+            class,
+            key,
+            tie: s.tie(),
+            id,
+        }
     }
 
     /// Remove a server from whichever set holds it.

@@ -28,12 +28,16 @@ pub enum Class {
     FixedPriority = 1,
 }
 
-/// Total order of servers: class, then the policy's key, then the server id
-/// (deterministic ties). Smaller is more urgent.
+/// Total order of servers: class, then the policy's key, then I/O VCPUs
+/// before other servers of the same key (an I/O VCPU that inherits a Main
+/// VCPU's period works on that VCPU's behalf: its task waits for it), then
+/// the server id (deterministic ties). Smaller is more urgent.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PriorityKey {
     pub class: Class,
     pub key: u64,
+    /// 0 for I/O VCPUs (PIBS), 1 for the others.
+    pub tie: u8,
     pub id: usize,
 }
 
@@ -83,6 +87,10 @@ pub trait ServerPolicy {
     fn background(&self) -> bool {
         false
     }
+    /// Rank among servers with an equal key (see [`PriorityKey`]).
+    fn tie(&self) -> u8 {
+        1
+    }
 }
 
 /// A server policy with its parameters and state.
@@ -130,6 +138,9 @@ impl ServerPolicy for Server {
     }
     fn background(&self) -> bool {
         dispatch!(self, s => s.background())
+    }
+    fn tie(&self) -> u8 {
+        dispatch!(self, s => s.tie())
     }
 }
 

@@ -6,9 +6,12 @@
 //!   kept sorted by time; the sum of its amounts is always `C` (the invariant
 //!   Quest's own source asserts; property-tested).
 //! * Listing choices where the paper's text is ambiguous are explicit:
-//!   - Alg. 12 line 8 schedules the consumed amount at `t_head + T` where
-//!     `t_head` is the time of the replenishment that was consumed (read
-//!     before the full-queue `pop` of line 4).
+//!   - Alg. 12 line 8 schedules the consumed amount at `head_t + T` with
+//!     `head_t` read after the full-queue `pop` of line 4, exactly as the
+//!     listing orders the steps: when the queue is full the consumed budget
+//!     comes back one period after the *next* replenishment (later than
+//!     after the consumed one: safe, and the way a full queue "discards
+//!     effective budget", QUEST-VCPU §3).
 //!   - `unblock` (Alg. 13) runs only when the server goes from idle to
 //!     runnable, as Quest's source does; a wake-up of a thread in an already
 //!     active server changes nothing (its usage is not yet charged).
@@ -200,10 +203,11 @@ impl SporadicServer {
             // Line 7.
             f.amount = remnant;
         }
-        // Line 8: the consumed part comes back one period after the time it
-        // became available.
+        // Line 8: the consumed part comes back one period after the (now)
+        // head replenishment.
+        let head_t = self.queue.front().map_or(h.time, |f| f.time);
         self.add(Replenishment {
-            time: h.time + self.period,
+            time: head_t + self.period,
             amount: used,
         });
         // Line 9. (The remnant is positive: Alg. 3 splits only when
@@ -418,8 +422,8 @@ mod tests {
         s.unblock(Nanos(2), UnblockCtx::default()); // (2,3),(10,1)
         s.end_timeslice(Nanos(3), Nanos(1), false);
         // queue full: pop (2,3), remnant 2 goes into (10,1) -> (10,3); then
-        // add the consumed 1 at 2 + 10 = 12.
-        assert_eq!(q(&s), [(10, 3), (12, 1)]);
+        // add the consumed 1 one period after the new head: 10 + 10 = 20.
+        assert_eq!(q(&s), [(10, 3), (20, 1)]);
         assert_eq!(s.queued_sum(), Nanos(4));
         // the remnant is no longer available now: capacity 0 until 10
         assert_eq!(s.budget(), Nanos(0));

@@ -214,10 +214,10 @@ fn pibs_figure2_through_scheduler() {
 
 /// PIBS inherits the period (priority) of the Main VCPU it serves: serving
 /// a period-3 Main VCPU it runs above a period-5 server, serving a period-9
-/// one below it.
+/// one below it; at an equal period (5) the I/O VCPU goes first.
 #[test]
 fn pibs_priority_inheritance_orders_against_main_vcpus() {
-    for (main_period, io_first) in [(3u64, true), (9, false)] {
+    for (main_period, io_first) in [(3u64, true), (5, true), (9, false)] {
         let mut s = Scheduler::new();
         let (m, tm) = add(&mut s, "main", ss(2, 5));
         let io = s

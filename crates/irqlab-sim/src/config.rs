@@ -167,6 +167,22 @@ pub enum ArrivalCfg {
     },
     /// Explicit arrival times (e.g. from a trace CSV).
     Trace { times: Vec<u64> },
+    /// `ping -f`: a closed loop. The next request arrives `rtt` after the
+    /// previous one's reply (the end of its bottom half), or `interval`
+    /// (10 ms) after the previous request if no reply came back earlier.
+    PingFlood {
+        rtt: u64,
+        #[serde(default = "default_ping_interval")]
+        interval: u64,
+        #[serde(default)]
+        start: u64,
+        #[serde(default)]
+        stop: Option<u64>,
+    },
+}
+
+fn default_ping_interval() -> u64 {
+    10_000_000
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -180,8 +196,13 @@ pub enum DeviceKind {
         top_half: u64,
         bottom_half: u64,
         bytes: u64,
+        /// Socket buffer (packets handled, not yet read by a task).
         #[serde(default = "default_buffer")]
         buffer: usize,
+        /// RX ring: packets taken by the top half and waiting for the
+        /// bottom half; a packet arriving to a full ring is dropped.
+        #[serde(default = "default_ring")]
+        ring: usize,
     },
     /// PIO disk: a request completes `latency` after the device starts it
     /// (FIFO); the bottom half copies `sectors` sectors at `per_sector`
@@ -209,6 +230,10 @@ pub enum DeviceKind {
 
 fn default_buffer() -> usize {
     1024
+}
+
+fn default_ring() -> usize {
+    256
 }
 
 // See `ServerCfg` on unknown keys: `DeviceKind` rejects them.
@@ -268,13 +293,18 @@ impl Default for TraceCfg {
 }
 
 /// Per-operation costs of the scheduler-overhead model (QUEST-VCPU
-/// Figures 4 and 7): overhead = schedule calls x `schedule_ns` +
-/// replenishment-queue operations x `repl_op_ns`.
+/// Figures 4 and 7): overhead = schedule calls x (`schedule_ns` +
+/// `scan_ns_per_server` x servers on the CPU) + replenishment-queue
+/// operations x `repl_op_ns`. `scan_ns_per_server` models a scheduler that
+/// scans every VCPU per decision, as Quest does (0 for irqlab's own
+/// O(log n) scheduler).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OverheadCfg {
     pub schedule_ns: f64,
     pub repl_op_ns: f64,
+    #[serde(default)]
+    pub scan_ns_per_server: f64,
 }
 
 impl Default for OverheadCfg {
@@ -284,6 +314,7 @@ impl Default for OverheadCfg {
         OverheadCfg {
             schedule_ns: 80.0,
             repl_op_ns: 5.0,
+            scan_ns_per_server: 0.0,
         }
     }
 }
@@ -363,6 +394,20 @@ impl SimConfig {
         }
         if self.duration == 0 {
             return Err(bad("duration".into(), 0, "must be positive"));
+        }
+        let o = &self.overhead;
+        for (name, v) in [
+            ("schedule_ns", o.schedule_ns),
+            ("repl_op_ns", o.repl_op_ns),
+            ("scan_ns_per_server", o.scan_ns_per_server),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(
+                    format!("overhead.{name}"),
+                    v,
+                    "must be a non-negative number",
+                ));
+            }
         }
         if self.window == 0 {
             return Err(bad("window".into(), 0, "must be positive"));
@@ -479,6 +524,13 @@ impl SimConfig {
                                 format!("devices[{i}].arrival.rate_per_s"),
                                 rate_per_s,
                                 "must be a positive number",
+                            ))
+                        }
+                        ArrivalCfg::PingFlood { interval: 0, .. } => {
+                            return Err(bad(
+                                format!("devices[{i}].arrival.interval"),
+                                0,
+                                "must be positive",
                             ))
                         }
                         ArrivalCfg::Burst { count, every, .. } if *count == 0 || *every == 0 => {

@@ -43,7 +43,7 @@ enum EvKind {
     CpuCheck { cpu: usize, epoch: u64 },
     Release { task: usize },
     Wake { thread: usize },
-    Arrival { device: usize },
+    Arrival { device: usize, epoch: u64 },
     DiskDone { device: usize },
 }
 
@@ -160,6 +160,9 @@ struct Cpu {
     isrs: VecDeque<Isr>,
     /// Start of the current run segment (for the trace).
     seg_start: u64,
+    /// Per window: schedule calls and replenishment-queue operations.
+    calls_windows: Vec<u64>,
+    ops_windows: Vec<u64>,
     metrics: CpuMetrics,
 }
 
@@ -174,6 +177,8 @@ struct ServerInfo {
     queue_max: usize,
     queue_sum: u64,
     queue_samples: u64,
+    /// Replenishment-queue operations seen so far (sporadic servers).
+    ops_seen: u64,
 }
 
 struct DeviceState {
@@ -191,6 +196,11 @@ struct DeviceState {
     latency: LatencyRecorder,
     handling: LatencyRecorder,
     burst_left: u64,
+    /// Packets between the top half and the end of their bottom half.
+    in_ring: usize,
+    /// Pending arrival event (ping flood: superseded by an earlier reply).
+    arrival_epoch: u64,
+    arrival_at: Option<u64>,
 }
 
 struct TaskInfo {
@@ -310,6 +320,8 @@ impl Simulation {
                 armed: None,
                 isrs: VecDeque::new(),
                 seg_start: 0,
+                calls_windows: vec![0; nwin],
+                ops_windows: vec![0; nwin],
                 metrics: CpuMetrics::default(),
             })
             .collect();
@@ -334,6 +346,7 @@ impl Simulation {
                 queue_max: 0,
                 queue_sum: 0,
                 queue_samples: 0,
+                ops_seen: 0,
             });
         }
         let mut threads = Vec::new();
@@ -431,6 +444,9 @@ impl Simulation {
                 latency: LatencyRecorder::new(0, None),
                 handling: LatencyRecorder::new(0, None),
                 burst_left: 0,
+                in_ring: 0,
+                arrival_epoch: 0,
+                arrival_at: None,
             })
             .collect();
         let mut trace = Trace::new(cfg.trace.enabled, cfg.trace.until, cfg.trace.max_events);
@@ -464,7 +480,7 @@ impl Simulation {
         }
         for d in 0..sim.cfg.devices.len() {
             if let Some(t) = sim.first_arrival(d) {
-                sim.post(t, EvKind::Arrival { device: d });
+                sim.post_arrival(d, t);
             }
         }
         Ok(sim)
@@ -477,6 +493,14 @@ impl Simulation {
             seq: self.seq,
             kind,
         }));
+    }
+
+    /// Post the next arrival of device `d` (superseding any pending one).
+    fn post_arrival(&mut self, d: usize, t: u64) {
+        self.devices[d].arrival_epoch += 1;
+        self.devices[d].arrival_at = Some(t);
+        let epoch = self.devices[d].arrival_epoch;
+        self.post(t, EvKind::Arrival { device: d, epoch });
     }
 
     fn first_arrival(&mut self, d: usize) -> Option<u64> {
@@ -494,6 +518,7 @@ impl Simulation {
                     Some(*start)
                 }
                 ArrivalCfg::Trace { times } => times.first().copied(),
+                ArrivalCfg::PingFlood { start, .. } => Some(*start),
             },
             DeviceKind::Generic { start, .. } => Some(*start),
             DeviceKind::Disk { .. } => None,
@@ -541,6 +566,11 @@ impl Simulation {
                     let i = times.partition_point(|&x| x <= now);
                     times.get(i).copied()
                 }
+                // The fallback send; a reply may bring it forward.
+                ArrivalCfg::PingFlood { interval, stop, .. } => {
+                    let t = now + interval;
+                    stop_ok(t, stop).then_some(t)
+                }
             },
             DeviceKind::Generic {
                 min_interarrival,
@@ -584,10 +614,13 @@ impl Simulation {
             }
             EvKind::Release { task } => self.release(task)?,
             EvKind::Wake { thread } => self.resume_task(thread)?,
-            EvKind::Arrival { device } => {
+            EvKind::Arrival { device, epoch } => {
+                if epoch != self.devices[device].arrival_epoch {
+                    return Ok(()); // superseded ping-flood send
+                }
                 self.device_interrupt(device, None);
                 if let Some(t) = self.next_arrival(device) {
-                    self.post(t, EvKind::Arrival { device });
+                    self.post_arrival(device, t);
                 }
             }
             EvKind::DiskDone { device } => {
@@ -734,6 +767,10 @@ impl Simulation {
         let now = self.now;
         self.close_segment(c);
         let prev = self.cpus[c].running.map(|(t, _)| self.threads[t].server);
+        let win = (now / self.cfg.window) as usize;
+        if let Some(w) = self.cpus[c].calls_windows.get_mut(win) {
+            *w += 1;
+        }
         let d = self.cpus[c]
             .sched
             .schedule(Nanos(now))
@@ -747,6 +784,11 @@ impl Simulation {
                 s.queue_max = s.queue_max.max(n);
                 s.queue_sum += n as u64;
                 s.queue_samples += 1;
+                let delta = ss.ops - s.ops_seen;
+                s.ops_seen = ss.ops;
+                if let Some(w) = self.cpus[c].ops_windows.get_mut(win) {
+                    *w += delta;
+                }
             }
         }
         let cpu = &mut self.cpus[c];
@@ -1058,6 +1100,14 @@ impl Simulation {
             deliver,
             flow: self.flow,
         };
+        if let DeviceKind::Nic { ring, .. } = dev.kind {
+            if self.devices[d].in_ring >= ring {
+                // RX ring full: the NIC drops the packet, no interrupt.
+                self.devices[d].dropped += 1;
+                return;
+            }
+            self.devices[d].in_ring += 1;
+        }
         self.devices[d].interrupts += 1;
         let c = dev.cpu;
         self.touch(c);
@@ -1128,6 +1178,7 @@ impl Simulation {
             DeviceKind::Generic { .. } => 0,
         };
         let dev = &mut self.devices[d];
+        dev.in_ring = dev.in_ring.saturating_sub(1);
         dev.handled += 1;
         dev.bytes += bytes;
         if let Some(w) = dev.bytes_windows.get_mut((now / self.cfg.window) as usize) {
@@ -1160,6 +1211,19 @@ impl Simulation {
                 self.resume_task(thread)?;
             }
             Deliver::Event => {
+                // ping -f: the reply makes the next request come `rtt` later
+                if let DeviceKind::Nic {
+                    arrival: ArrivalCfg::PingFlood { rtt, stop, .. },
+                    ..
+                } = &self.cfg.devices[d].kind
+                {
+                    let t = now + rtt;
+                    if stop.is_none_or(|s| t < s)
+                        && self.devices[d].arrival_at.is_some_and(|a| t < a)
+                    {
+                        self.post_arrival(d, t);
+                    }
+                }
                 let cap = match &self.cfg.devices[d].kind {
                     DeviceKind::Nic { buffer, .. } => *buffer,
                     _ => default_event_buffer(),
@@ -1185,8 +1249,9 @@ impl Simulation {
             .map(|c| {
                 let st = c.sched.stats();
                 let ops = c.sched.replenishment_ops();
-                let cost = st.schedule_calls as f64 * self.cfg.overhead.schedule_ns
-                    + ops as f64 * self.cfg.overhead.repl_op_ns;
+                let o = &self.cfg.overhead;
+                let per_call = o.schedule_ns + o.scan_ns_per_server * c.servers.len() as f64;
+                let cost = st.schedule_calls as f64 * per_call + ops as f64 * o.repl_op_ns;
                 CpuMetrics {
                     schedule_calls: st.schedule_calls,
                     wakeups: st.wakeups,
@@ -1195,6 +1260,16 @@ impl Simulation {
                     isr_ns: c.metrics.isr_ns,
                     idle_ns: c.metrics.idle_ns,
                     overhead_percent: 100.0 * cost / dur as f64,
+                    overhead_windows: c
+                        .calls_windows
+                        .iter()
+                        .zip(&c.ops_windows)
+                        .enumerate()
+                        .map(|(k, (&n, &ops))| {
+                            100.0 * (n as f64 * per_call + ops as f64 * o.repl_op_ns)
+                                / window_len(k, w, dur) as f64
+                        })
+                        .collect(),
                 }
             })
             .collect();

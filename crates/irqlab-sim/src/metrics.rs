@@ -47,6 +47,9 @@ pub struct CpuMetrics {
     /// Scheduler-overhead model (QUEST-VCPU Figures 4, 7): percent of the
     /// CPU spent in the scheduler.
     pub overhead_percent: f64,
+    /// The same per window (replenishment-queue operations are attributed
+    /// when their server is next descheduled).
+    pub overhead_windows: Vec<f64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

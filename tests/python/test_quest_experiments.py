@@ -1,0 +1,58 @@
+"""The QUEST-VCPU experiments run (reduced) and their claims hold; the CLI
+contract of `irqlab reproduce` (list, table, JSON, exit code 0)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from irqlab import experiments
+from irqlab.cli import main
+
+QUEST = ["quest-table1", "quest-shared-iovcpu", "quest-overhead", "quest-pibs-vs-ss"]
+
+
+def test_list_names_every_quest_experiment(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "--list"]) == 0
+    names = capsys.readouterr().out.split()
+    assert set(QUEST) <= set(names)
+
+
+@pytest.mark.parametrize("name", ["quest-table1", "quest-shared-iovcpu"])
+def test_claims_hold(name: str, tmp_path: Path) -> None:
+    r = experiments.run(name, tmp_path, quick=True)
+    failed = [c.claim for c in r.checks if not c.holds]
+    assert not failed, failed
+    assert all(Path(f).exists() for f in r.files)
+
+
+def test_table1_only_vcpu3_loses(tmp_path: Path) -> None:
+    shares = experiments.run("quest-table1", tmp_path, quick=True).data["shares"]
+    before, after = shares["no CD-ROM I/O"], shares["CD-ROM I/O"]
+    # exact RM shares of the Table 1 servers when all are CPU-bound
+    assert [round(before[v], 2) for v in ("VCPU0", "VCPU1", "VCPU2", "VCPU3")] == [
+        40.0, 25.0, 25.0, 10.0]
+    assert after["VCPU3"] < 1.0 and 9.0 < after["IOVCPU"] <= 10.0
+
+
+def test_reproduce_cli_writes_json_and_exits_0(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "o"
+    j = tmp_path / "r.json"
+    assert main(["reproduce", "quest-overhead", "--quick", "--out", str(out),
+                 "--json", str(j)]) == 0
+    data = json.loads(j.read_text())
+    assert data["experiment"] == "quest-overhead"
+    assert {"claim", "paper", "irqlab", "tolerance", "holds"} <= set(data["checks"][0])
+    # the absolute 0.3 % of the paper's 2011 machine is not reproduced by
+    # the decision-cost model: the check says so instead of hiding it
+    assert any(not c["holds"] for c in data["checks"])
+    assert (out / "quest_overhead.png").exists()
+    assert "checks hold" in capsys.readouterr().out
+
+
+def test_unknown_experiment_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["reproduce", "no-such"]) == 2
+    assert "unknown experiment 'no-such'" in capsys.readouterr().err
