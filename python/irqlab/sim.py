@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from irqlab._native import sim as _sim
@@ -42,3 +43,32 @@ def _by_name(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
 def simulate(config: dict[str, Any]) -> SimResult:
     metrics, trace = _sim.run(json.dumps(config))
     return SimResult(json.loads(metrics), json.loads(trace))
+
+
+def write_outputs(
+    result: SimResult, out_dir: Path, *, title: str = "irqlab simulation"
+) -> list[Path]:
+    """Write ``metrics.json``, ``trace.json`` (open in ui.perfetto.dev) and
+    PNG plots (CPU share per server; I/O latency per device) into
+    ``out_dir``; returns the paths. JSON is written with sorted keys so the
+    same run gives byte-identical files."""
+    from irqlab import plots
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = [out_dir / "metrics.json", out_dir / "trace.json"]
+    files[0].write_text(json.dumps(result.metrics, indent=1, sort_keys=True) + "\n")
+    files[1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
+    m = result.metrics
+    shares = {s["name"]: {"CPU share %": 100.0 * s["share"]} for s in m["servers"]}
+    if shares:
+        files.append(plots.bars(out_dir / "cpu_share.png", shares, title=f"{title}: CPU share",
+                                ylabel="% CPU"))
+    lat = {
+        d["name"]: {"mean": d["latency"]["mean"] / 1e3, "max": d["latency"]["max"] / 1e3}
+        for d in m["devices"]
+        if d["latency"]["count"]
+    }
+    if lat:
+        files.append(plots.bars(out_dir / "io_latency.png", lat, title=f"{title}: I/O latency",
+                                ylabel="us"))
+    return files

@@ -1,21 +1,31 @@
 """``irqlab demo``: the embedded default scenario, end to end.
 
-Shows the scheduling core at work on one CPU: the four Main VCPUs of
-QUEST-VCPU Table 1 (sporadic servers, C/T in 100 us units) with CPU-bound
-threads, and a PIBS I/O VCPU (10 %) running the bottom halves of a CD-ROM
-reader on VCPU1. Every scheduler decision is printed with the budget of the
-dispatched VCPU, its `next_update`, and the I/O VCPU's inherited period,
-eligibility time and replenishment, so the algorithms of QUEST-VCPU
-(Alg. 1-13) can be followed step by step. A small event loop here plays the
-machine (device completion, wake-ups); every decision is the core's.
+The scenario is QUEST-VCPU Table 1: four Main VCPUs (sporadic servers, C/T
+in 100 us units) with CPU-bound threads, and a 10 % PIBS I/O VCPU running
+the bottom halves of a CD-ROM reader on VCPU1.
+
+1. It simulates the scenario without and with the CD-ROM reader
+   (`irqlab reproduce quest-table1`), prints the CPU share of every VCPU
+   next to the paper's claim, and writes the metrics JSON, a Perfetto trace
+   and plots, saying where they are.
+2. It then walks through the first milliseconds decision by decision: the
+   budget of the dispatched VCPU, its `next_update`, and the I/O VCPU's
+   inherited period, eligibility time and replenishment, so the algorithms
+   of QUEST-VCPU (Alg. 1-13) can be followed step by step. A small event
+   loop here plays the machine; every decision is the core's.
 """
 
 from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
+from pathlib import Path
 
+from irqlab import experiments
+from irqlab.commands.reproduce import format_checks
 from irqlab.core import Scheduler, percent, us
+from irqlab.experiments import quest_table1
+from irqlab.sim import simulate, write_outputs
 
 UNIT = us(100)  # QUEST-VCPU Table 1: base unit 100 us
 
@@ -33,7 +43,9 @@ class Reader:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("demo", help="run the embedded default scenario and explain it")
-    p.add_argument("--until", type=float, default=4.0, help="simulated time in ms (default 4)")
+    p.add_argument("--out", type=Path, default=Path("out/demo"), help="output directory")
+    p.add_argument("--until", type=float, default=3.0,
+                   help="length of the step-by-step walk-through in ms (default 3)")
     p.set_defaults(func=run)
 
 
@@ -45,6 +57,25 @@ def run(args: argparse.Namespace) -> int:
     horizon = round(args.until * 1_000_000)
     if horizon <= 0:
         raise ValueError(f"--until: {args.until} must be positive")
+    out: Path = args.out
+    print("== irqlab demo: QUEST-VCPU Table 1 on the simulator ==\n")
+    result = experiments.run("quest-table1", out)
+    print(result.table)
+    print()
+    print(format_checks(result))
+    cfg = quest_table1.config(with_cd=True, duration=1_000_000_000)
+    cfg["trace"] = {"enabled": True, "until": 100_000_000}
+    files = write_outputs(simulate(cfg), out / "simulation", title="Table 1 with CD-ROM I/O")
+    print("\nOutputs:")
+    for f in [*result.files, *files]:
+        print(f"  {f}")
+    print("  (open trace.json in https://ui.perfetto.dev or chrome://tracing)\n")
+    print("== step by step: the core's decisions in the first milliseconds ==\n")
+    walkthrough(horizon)
+    return 0
+
+
+def walkthrough(horizon: int) -> None:
     s = Scheduler()
     table1 = [("VCPU0", 2, 5), ("VCPU1", 2, 8), ("VCPU2", 1, 4), ("VCPU3", 1, 10)]
     vcpus = {name: s.add_sporadic(name, c * UNIT, t * UNIT) for name, c, t in table1}
@@ -119,4 +150,3 @@ def run(args: argparse.Namespace) -> int:
         " the I/O VCPU's bottom half runs at VCPU1's priority (PIBS inheritance, Alg. 10)"
         " for at most C_max, then waits for its eligibility time e += used/U (Alg. 7)."
     )
-    return 0

@@ -30,10 +30,10 @@ def format_checks(result: experiments.Result) -> str:
     for c in result.checks:
         holds = "yes" if c.holds else "NO"
         rows.append((c.claim, str(c.paper), str(c.irqlab), str(c.tolerance), holds))
-    widths = [min(60, max(len(r[i]) for r in rows)) for i in range(5)]
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = []
     for r in rows:
-        lines.append("  ".join(cell[:60].ljust(w) for cell, w in zip(r, widths, strict=True)))
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     return "\n".join(lines)
 
 
