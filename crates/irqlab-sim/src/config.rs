@@ -23,6 +23,61 @@ pub enum InterruptPath {
     /// Top half at arrival, bottom half charged to the Main VCPU of the task
     /// it serves.
     QuestNoIovcpu,
+    /// Linux (USB-DIFFSERV §II): the hard IRQ is charged to the interrupted
+    /// thread; the softirq runs at IRQ exit, restarting at most
+    /// `max_restart` times and for at most `max_softirq_time`, and stops
+    /// early when a woken task needs the CPU; what is left goes to a
+    /// per-CPU ksoftirqd thread. With `threaded_bh` (PREEMPT_RT forced
+    /// threading) every bottom half runs in that thread.
+    Linux,
+}
+
+/// Parameters of the `linux` interrupt path.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinuxCfg {
+    /// `MAX_SOFTIRQ_RESTART`.
+    #[serde(default = "default_max_restart")]
+    pub max_restart: u32,
+    /// `MAX_SOFTIRQ_TIME` (2 ms).
+    #[serde(default = "default_softirq_time")]
+    pub max_softirq_time: u64,
+    /// Bottom halves always run in the ksoftirqd thread (PREEMPT_RT).
+    #[serde(default)]
+    pub threaded_bh: bool,
+    /// ksoftirqd's policy: SCHED_FIFO priority 50 by default (an unbounded
+    /// server of rank 100 - priority, the scale tasks use too), or
+    /// SCHED_DEADLINE (`cbs` with runtime and period).
+    #[serde(default = "default_ksoftirqd")]
+    pub ksoftirqd: PolicyCfg,
+    /// Rank of a FIFO ksoftirqd (100 - SCHED_FIFO priority).
+    #[serde(default = "default_ksoftirqd_rank")]
+    pub ksoftirqd_rank: u64,
+}
+
+fn default_max_restart() -> u32 {
+    10
+}
+fn default_softirq_time() -> u64 {
+    2_000_000
+}
+fn default_ksoftirqd() -> PolicyCfg {
+    PolicyCfg::Unbounded
+}
+fn default_ksoftirqd_rank() -> u64 {
+    50
+}
+
+impl Default for LinuxCfg {
+    fn default() -> Self {
+        LinuxCfg {
+            max_restart: default_max_restart(),
+            max_softirq_time: default_softirq_time(),
+            threaded_bh: false,
+            ksoftirqd: default_ksoftirqd(),
+            ksoftirqd_rank: default_ksoftirqd_rank(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,6 +144,10 @@ pub enum Phase {
     Io { device: usize },
     /// Sleep `ns`.
     Sleep { ns: u64 },
+    /// Rebind device `device`'s file descriptor to I/O class `class`
+    /// (`usb_set_iovcpu`, USB-DIFFSERV §III-B): later requests carry the
+    /// interrupter of the new class.
+    Bind { device: usize, class: usize },
     /// Repeat `body` `count` times (forever when absent).
     Loop {
         #[serde(default)]
@@ -214,6 +273,27 @@ pub enum DeviceKind {
         sectors: u64,
         sector_bytes: u64,
     },
+    /// A USB endpoint behind xHCI controller `controller`
+    /// (USB-DIFFSERV §II-A, §IV): each request moves `bytes` at the
+    /// device's `rate` (bytes/s, plus up to `jitter` ns), completes at the
+    /// next 125 us microframe boundary, and posts an event on the
+    /// interrupter of the class bound to the device; the bottom half costs
+    /// `omega_io` (plus `kfree` when memory is freed in the bottom half).
+    /// `echo_of`: this IN endpoint returns what the host wrote to that OUT
+    /// endpoint (a CDC-ACM echo device); a read waits for echoed data.
+    Usb {
+        controller: usize,
+        #[serde(default = "default_usb_bytes")]
+        bytes: u64,
+        rate: u64,
+        #[serde(default)]
+        jitter: u64,
+        omega_io: u64,
+        #[serde(default)]
+        kfree: u64,
+        #[serde(default)]
+        echo_of: Option<usize>,
+    },
     /// An interrupt source with minimum inter-arrival time `min_interarrival`
     /// (plus uniform random extra up to `jitter`), ISR cost `isr` and
     /// deferred (bottom-half) cost `dsr`.
@@ -231,6 +311,45 @@ pub enum DeviceKind {
 fn default_buffer() -> usize {
     1024
 }
+
+fn default_usb_bytes() -> u64 {
+    512
+}
+
+/// An xHCI interrupter: its I/O class (the `xHCI_interrupter_to_IOVCPU_map`
+/// entry, USB-DIFFSERV §III-C) and its moderation interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InterrupterCfg {
+    pub class: usize,
+    /// Minimum time between two interrupts of this interrupter.
+    #[serde(default)]
+    pub moderation: u64,
+}
+
+/// An xHCI host controller with up to 1024 interrupters; interrupter `i`
+/// signals MSI vector `msi_base + i`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct XhciCfg {
+    pub name: String,
+    #[serde(default)]
+    pub cpu: usize,
+    #[serde(default = "default_msi_base")]
+    pub msi_base: u32,
+    /// Top-half cost per interrupt.
+    pub top_half: u64,
+    pub interrupters: Vec<InterrupterCfg>,
+}
+
+fn default_msi_base() -> u32 {
+    32
+}
+
+/// xHCI supports up to 1024 interrupters (USB-DIFFSERV §II-A).
+pub const MAX_INTERRUPTERS: usize = 1024;
+/// USB microframe length (USB-DIFFSERV §I).
+pub const MICROFRAME_NS: u64 = 125_000;
 
 fn default_ring() -> usize {
     256
@@ -340,6 +459,10 @@ pub struct SimConfig {
     #[serde(default)]
     pub classes: Vec<ClassCfg>,
     #[serde(default)]
+    pub xhci: Vec<XhciCfg>,
+    #[serde(default)]
+    pub linux: LinuxCfg,
+    #[serde(default)]
     pub trace: TraceCfg,
     #[serde(default)]
     pub overhead: OverheadCfg,
@@ -361,15 +484,18 @@ fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SimError {
     }
 }
 
-fn check_phases(phases: &[Phase], path: &str, ndev: usize) -> Result<(), SimError> {
+fn check_phases(phases: &[Phase], path: &str, ndev: usize, ncls: usize) -> Result<(), SimError> {
     for (i, p) in phases.iter().enumerate() {
         let here = format!("{path}[{i}]");
         match p {
             Phase::Compute { ns } | Phase::Sleep { ns } if *ns == 0 => {
                 return Err(bad(format!("{here}.ns"), ns, "must be positive"))
             }
-            Phase::Io { device } if *device >= ndev => {
+            Phase::Io { device } | Phase::Bind { device, .. } if *device >= ndev => {
                 return Err(bad(format!("{here}.device"), device, "no such device"))
+            }
+            Phase::Bind { class, .. } if *class >= ncls => {
+                return Err(bad(format!("{here}.class"), class, "no such class"))
             }
             Phase::Loop { body, count } => {
                 if body.is_empty() {
@@ -378,7 +504,7 @@ fn check_phases(phases: &[Phase], path: &str, ndev: usize) -> Result<(), SimErro
                 if count == &Some(0) {
                     return Err(bad(format!("{here}.count"), 0, "must be positive"));
                 }
-                check_phases(body, &format!("{here}.body"), ndev)?;
+                check_phases(body, &format!("{here}.body"), ndev, ncls)?;
             }
             _ => {}
         }
@@ -386,7 +512,28 @@ fn check_phases(phases: &[Phase], path: &str, ndev: usize) -> Result<(), SimErro
     Ok(())
 }
 
+fn collect_binds(phases: &[Phase], device: usize, out: &mut Vec<usize>) {
+    for p in phases {
+        match p {
+            Phase::Bind { device: d, class } if *d == device => out.push(*class),
+            Phase::Loop { body, .. } => collect_binds(body, device, out),
+            _ => {}
+        }
+    }
+}
+
 impl SimConfig {
+    /// Whether any device is (or may be bound) in class `c`.
+    pub(crate) fn class_used(&self, c: usize) -> bool {
+        let mut binds = Vec::new();
+        for t in &self.tasks {
+            for d in 0..self.devices.len() {
+                collect_binds(&t.program, d, &mut binds);
+            }
+        }
+        self.devices.iter().any(|d| d.class == c) || binds.contains(&c)
+    }
+
     /// Validate every reference and value the simulator relies on.
     pub fn check(&self) -> Result<(), SimError> {
         if self.cpus == 0 {
@@ -394,6 +541,16 @@ impl SimConfig {
         }
         if self.duration == 0 {
             return Err(bad("duration".into(), 0, "must be positive"));
+        }
+        if !matches!(
+            self.linux.ksoftirqd,
+            PolicyCfg::Unbounded | PolicyCfg::Cbs { .. }
+        ) {
+            return Err(bad(
+                "linux.ksoftirqd".into(),
+                "policy",
+                "ksoftirqd runs under SCHED_FIFO (unbounded) or SCHED_DEADLINE (cbs)",
+            ));
         }
         let o = &self.overhead;
         for (name, v) in [
@@ -474,6 +631,7 @@ impl SimConfig {
                 &t.program,
                 &format!("tasks[{i}].program"),
                 self.devices.len(),
+                self.classes.len(),
             )?;
         }
         for (i, c) in self.classes.iter().enumerate() {
@@ -484,7 +642,7 @@ impl SimConfig {
                 Some(s) if !matches!(self.servers[s].policy, PolicyCfg::Pibs { .. } | PolicyCfg::Sporadic { .. } | PolicyCfg::Deferrable { .. } | PolicyCfg::Polling { .. }) => {
                     return Err(bad(format!("classes[{i}].iovcpu"), s, "an I/O VCPU must be a budgeted server (pibs, sporadic, deferrable or polling)"))
                 }
-                None if self.path == InterruptPath::Quest => {
+                None if self.path == InterruptPath::Quest && self.class_used(i) => {
                     return Err(bad(format!("classes[{i}].iovcpu"), "none", "the quest path needs an I/O VCPU per class"))
                 }
                 _ => {}
@@ -492,6 +650,82 @@ impl SimConfig {
             if let Some(t) = c.consumer {
                 if t >= ntask {
                     return Err(bad(format!("classes[{i}].consumer"), t, "no such task"));
+                }
+            }
+        }
+        for (i, x) in self.xhci.iter().enumerate() {
+            if x.cpu >= self.cpus {
+                return Err(bad(format!("xhci[{i}].cpu"), x.cpu, "no such CPU"));
+            }
+            if x.interrupters.is_empty() || x.interrupters.len() > MAX_INTERRUPTERS {
+                return Err(bad(
+                    format!("xhci[{i}].interrupters"),
+                    x.interrupters.len(),
+                    "an xHC has 1 to 1024 interrupters",
+                ));
+            }
+            if x.msi_base as usize + x.interrupters.len() > 256 {
+                return Err(bad(
+                    format!("xhci[{i}].msi_base"),
+                    x.msi_base,
+                    "MSI vectors msi_base + interrupter must stay below 256",
+                ));
+            }
+            for (k, it) in x.interrupters.iter().enumerate() {
+                if it.class >= self.classes.len() {
+                    return Err(bad(
+                        format!("xhci[{i}].interrupters[{k}].class"),
+                        it.class,
+                        "no such class",
+                    ));
+                }
+            }
+        }
+        for (i, d) in self.devices.iter().enumerate() {
+            if let DeviceKind::Usb {
+                controller,
+                rate,
+                echo_of,
+                ..
+            } = &d.kind
+            {
+                let Some(x) = self.xhci.get(*controller) else {
+                    return Err(bad(
+                        format!("devices[{i}].controller"),
+                        controller,
+                        "no such xHCI controller",
+                    ));
+                };
+                if *rate == 0 {
+                    return Err(bad(format!("devices[{i}].rate"), 0, "must be positive"));
+                }
+                if let Some(e) = echo_of {
+                    if !matches!(
+                        self.devices.get(*e).map(|x| &x.kind),
+                        Some(DeviceKind::Usb { .. })
+                    ) || *e == i
+                    {
+                        return Err(bad(
+                            format!("devices[{i}].echo_of"),
+                            e,
+                            "must name another USB endpoint",
+                        ));
+                    }
+                }
+                // every class a USB device can be bound to must have an
+                // interrupter (an unmapped class cannot be signalled)
+                let mut classes = vec![d.class];
+                for t in &self.tasks {
+                    collect_binds(&t.program, i, &mut classes);
+                }
+                for c in classes {
+                    if !x.interrupters.iter().any(|it| it.class == c) {
+                        return Err(bad(
+                            format!("devices[{i}].class"),
+                            c,
+                            "the class has no interrupter on its xHCI controller (unmapped class)",
+                        ));
+                    }
                 }
             }
         }

@@ -27,7 +27,9 @@ use irqlab_core::{
     Utilization,
 };
 
-use crate::config::{ArrivalCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
+use crate::config::{
+    ArrivalCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig, MICROFRAME_NS,
+};
 use crate::error::SimError;
 use crate::metrics::{CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics};
 use crate::rng::SplitMix64;
@@ -40,11 +42,30 @@ const MAX_STEPS: u32 = 1_000_000;
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum EvKind {
-    CpuCheck { cpu: usize, epoch: u64 },
-    Release { task: usize },
-    Wake { thread: usize },
-    Arrival { device: usize, epoch: u64 },
-    DiskDone { device: usize },
+    CpuCheck {
+        cpu: usize,
+        epoch: u64,
+    },
+    Release {
+        task: usize,
+    },
+    Wake {
+        thread: usize,
+    },
+    Arrival {
+        device: usize,
+        epoch: u64,
+    },
+    DiskDone {
+        device: usize,
+    },
+    UsbDone {
+        device: usize,
+    },
+    XhciIrq {
+        controller: usize,
+        interrupter: usize,
+    },
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,6 +80,7 @@ enum Op {
     Compute(u64),
     Io(usize),
     Sleep(u64),
+    Bind { device: usize, class: usize },
     LoopStart { count: Option<u64> },
     LoopEnd { start: usize },
 }
@@ -69,6 +91,10 @@ fn flatten(phases: &[Phase], out: &mut Vec<Op>) {
             Phase::Compute { ns } => out.push(Op::Compute(*ns)),
             Phase::Io { device } => out.push(Op::Io(*device)),
             Phase::Sleep { ns } => out.push(Op::Sleep(*ns)),
+            Phase::Bind { device, class } => out.push(Op::Bind {
+                device: *device,
+                class: *class,
+            }),
             Phase::Loop { count, body } => {
                 let start = out.len();
                 out.push(Op::LoopStart { count: *count });
@@ -96,6 +122,36 @@ struct BhJob {
     period: Option<u64>,
     deliver: Deliver,
     flow: u64,
+    /// Thread that runs it (`None`: softirq on the `linux` path).
+    target: Option<usize>,
+}
+
+/// Where a top half comes from (for names in traces).
+#[derive(Copy, Clone, Debug)]
+enum IsrSource {
+    Device(usize),
+    /// Controller and interrupter (MSI vector `msi_base + interrupter`).
+    Xhci(usize, usize),
+}
+
+/// The softirq context of one CPU (`linux` path).
+#[derive(Debug, Default)]
+struct Softirq {
+    running: bool,
+    started: u64,
+    restarts: u32,
+    batch: VecDeque<BhJob>,
+    current: Option<(BhJob, u64)>,
+    pending: VecDeque<BhJob>,
+}
+
+/// Run-time state of an xHCI controller: per interrupter, its event ring,
+/// the time of its last interrupt (moderation) and its bottom-half thread.
+struct XhciState {
+    rings: Vec<VecDeque<BhJob>>,
+    last_irq: Vec<Option<u64>>,
+    irq_posted: Vec<bool>,
+    bh: Vec<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -138,10 +194,10 @@ struct Thread {
 
 #[derive(Clone, Debug)]
 struct Isr {
-    device: usize,
+    source: IsrSource,
     remaining: u64,
     started: u64,
-    job: Option<BhJob>,
+    jobs: Vec<BhJob>,
 }
 
 struct Cpu {
@@ -153,11 +209,17 @@ struct Cpu {
     running: Option<(usize, bool)>,
     next_update: Option<u64>,
     need_resched: bool,
+    /// A woken thread should preempt (Linux `need_resched()`, which ends
+    /// softirq restarts).
+    wake_resched: bool,
     last: u64,
     epoch: u64,
     /// Time of the pending check of the current epoch.
     armed: Option<u64>,
     isrs: VecDeque<Isr>,
+    softirq: Softirq,
+    /// The ksoftirqd thread (`linux` path).
+    ksoftirqd: Option<usize>,
     /// Start of the current run segment (for the trace).
     seg_start: u64,
     /// Per window: schedule calls and replenishment-queue operations.
@@ -201,6 +263,13 @@ struct DeviceState {
     /// Pending arrival event (ping flood: superseded by an earlier reply).
     arrival_epoch: u64,
     arrival_at: Option<u64>,
+    /// I/O class the device's fd is bound to now (`usb_set_iovcpu`).
+    class_now: usize,
+    /// USB: queued requests (thread, submitted, interrupter).
+    usb_queue: VecDeque<(usize, u64, usize)>,
+    /// USB echo IN endpoint: echoed transfers available, readers waiting.
+    echo_credit: u64,
+    echo_waiters: VecDeque<(usize, u64)>,
 }
 
 struct TaskInfo {
@@ -223,8 +292,9 @@ pub struct Simulation {
     servers: Vec<ServerInfo>,
     devices: Vec<DeviceState>,
     tasks: Vec<TaskInfo>,
-    /// Bottom-half thread of each class.
+    /// Bottom-half thread of each class (`usize::MAX`: none).
     class_bh: Vec<usize>,
+    xhci: Vec<XhciState>,
     dirty: Vec<bool>,
     rng: SplitMix64,
     trace: Trace,
@@ -315,10 +385,13 @@ impl Simulation {
                 running: None,
                 next_update: None,
                 need_resched: true,
+                wake_resched: false,
                 last: 0,
                 epoch: 0,
                 armed: None,
                 isrs: VecDeque::new(),
+                softirq: Softirq::default(),
+                ksoftirqd: None,
                 seg_start: 0,
                 calls_windows: vec![0; nwin],
                 ops_windows: vec![0; nwin],
@@ -398,8 +471,15 @@ impl Simulation {
                     .consumer
                     .map(|t| cfg.tasks[t].server)
                     .or_else(|| first_requester(&cfg, i)),
+                InterruptPath::Linux => None,
             };
             let Some(server) = home else {
+                // No bottom-half thread: the linux path (softirq), or a
+                // class nothing uses (validated by `SimConfig::check`).
+                if cfg.path == InterruptPath::Linux || !cfg.class_used(i) {
+                    class_bh.push(usize::MAX);
+                    continue;
+                }
                 return Err(SimError::Config {
                     path: format!("classes[{i}]"),
                     value: c.name.clone(),
@@ -428,10 +508,98 @@ impl Simulation {
                 },
             });
         }
+        // One bottom-half thread per xHCI interrupter, in its class's I/O
+        // VCPU (USB-DIFFSERV §III-C, Figure 7); on quest-no-iovcpu the
+        // class's thread (in the requester's Main VCPU) serves it.
+        let mut xhci = Vec::new();
+        for (xi, x) in cfg.xhci.iter().enumerate() {
+            let mut bh = Vec::new();
+            for (k, it) in x.interrupters.iter().enumerate() {
+                let server = match cfg.path {
+                    InterruptPath::Quest => cfg.classes[it.class].iovcpu,
+                    _ => None,
+                };
+                let Some(server) = server else {
+                    bh.push(class_bh[it.class]);
+                    continue;
+                };
+                let cpu = cfg.servers[server].cpu;
+                let name = format!("{}.int{k}", x.name);
+                let core = cpus[cpu]
+                    .sched
+                    .add_thread(name.clone(), servers[server].local, u32::MAX)
+                    .map_err(core_err(|| format!("xhci[{xi}].interrupters[{k}]")))?;
+                bh.push(threads.len());
+                cpus[cpu].threads.push(threads.len());
+                threads.push(Thread {
+                    name,
+                    cpu,
+                    server,
+                    core,
+                    remaining: 0,
+                    active: false,
+                    kind: Kind::BottomHalf {
+                        queue: VecDeque::new(),
+                        current: None,
+                    },
+                });
+            }
+            let n = x.interrupters.len();
+            xhci.push(XhciState {
+                rings: vec![VecDeque::new(); n],
+                last_irq: vec![None; n],
+                irq_posted: vec![false; n],
+                bh,
+            });
+        }
+        if cfg.path == InterruptPath::Linux {
+            for (c, cpu) in cpus.iter_mut().enumerate() {
+                let (server, _) =
+                    build_server(&cfg.linux.ksoftirqd, Some(cfg.linux.ksoftirqd_rank))
+                        .map_err(core_err(|| "linux.ksoftirqd".to_owned()))?;
+                let name = format!("ksoftirqd/{c}");
+                let local = cpu
+                    .sched
+                    .add_server(name.clone(), server, ThreadPolicy::FixedPriority)
+                    .map_err(core_err(|| "linux.ksoftirqd".to_owned()))?;
+                cpu.servers.push(servers.len());
+                servers.push(ServerInfo {
+                    name: name.clone(),
+                    cpu: c,
+                    local,
+                    period: None,
+                    busy: 0,
+                    background: 0,
+                    windows: vec![0; nwin],
+                    queue_max: 0,
+                    queue_sum: 0,
+                    queue_samples: 0,
+                    ops_seen: 0,
+                });
+                let core = cpu
+                    .sched
+                    .add_thread(name.clone(), local, 1)
+                    .map_err(core_err(|| "linux.ksoftirqd".to_owned()))?;
+                cpu.ksoftirqd = Some(threads.len());
+                cpu.threads.push(threads.len());
+                threads.push(Thread {
+                    name,
+                    cpu: c,
+                    server: servers.len() - 1,
+                    core,
+                    remaining: 0,
+                    active: false,
+                    kind: Kind::BottomHalf {
+                        queue: VecDeque::new(),
+                        current: None,
+                    },
+                });
+            }
+        }
         let devices = cfg
             .devices
             .iter()
-            .map(|_| DeviceState {
+            .map(|dc| DeviceState {
                 buffer: VecDeque::new(),
                 disk_queue: VecDeque::new(),
                 disk_busy: false,
@@ -447,6 +615,10 @@ impl Simulation {
                 in_ring: 0,
                 arrival_epoch: 0,
                 arrival_at: None,
+                class_now: dc.class,
+                usb_queue: VecDeque::new(),
+                echo_credit: 0,
+                echo_waiters: VecDeque::new(),
             })
             .collect();
         let mut trace = Trace::new(cfg.trace.enabled, cfg.trace.until, cfg.trace.max_events);
@@ -465,6 +637,7 @@ impl Simulation {
             devices,
             tasks,
             class_bh,
+            xhci,
             dirty: vec![true; ncpu],
             rng: SplitMix64::new(seed),
             trace,
@@ -521,7 +694,7 @@ impl Simulation {
                 ArrivalCfg::PingFlood { start, .. } => Some(*start),
             },
             DeviceKind::Generic { start, .. } => Some(*start),
-            DeviceKind::Disk { .. } => None,
+            DeviceKind::Disk { .. } | DeviceKind::Usb { .. } => None,
         }
     }
 
@@ -580,7 +753,7 @@ impl Simulation {
                 let (m, j) = (*min_interarrival, *jitter);
                 Some(now + m + if j > 0 { self.rng.below(j + 1) } else { 0 })
             }
-            DeviceKind::Disk { .. } => None,
+            DeviceKind::Disk { .. } | DeviceKind::Usb { .. } => None,
         }
     }
 
@@ -623,6 +796,14 @@ impl Simulation {
                     self.post_arrival(device, t);
                 }
             }
+            EvKind::UsbDone { device } => self.usb_done(device),
+            EvKind::XhciIrq {
+                controller,
+                interrupter,
+            } => {
+                self.xhci[controller].irq_posted[interrupter] = false;
+                self.xhci_fire(controller, interrupter);
+            }
             EvKind::DiskDone { device } => {
                 let req = self.devices[device].disk_queue.pop_front();
                 self.devices[device].disk_busy = false;
@@ -647,6 +828,11 @@ impl Simulation {
         if let Some(isr) = cpu.isrs.front_mut() {
             isr.remaining = isr.remaining.saturating_sub(dt);
             cpu.metrics.isr_ns += dt;
+            return;
+        }
+        if let Some((_, rem)) = cpu.softirq.current.as_mut() {
+            *rem = rem.saturating_sub(dt);
+            cpu.metrics.softirq_ns += dt;
             return;
         }
         match cpu.running {
@@ -715,19 +901,26 @@ impl Simulation {
             let Some(isr) = self.cpus[c].isrs.pop_front() else {
                 break;
             };
-            let name = self.cfg.devices[isr.device].name.clone();
-            self.trace.isr(
-                c,
-                &name,
-                isr.started,
-                now,
-                isr.job.as_ref().map_or(0, |j| j.flow),
-            );
+            if self.trace.enabled() {
+                let name = match isr.source {
+                    IsrSource::Device(d) => self.cfg.devices[d].name.clone(),
+                    IsrSource::Xhci(x, it) => {
+                        let xc = &self.cfg.xhci[x];
+                        format!("{} MSI {}", xc.name, xc.msi_base as usize + it)
+                    }
+                };
+                let flow = isr.jobs.first().map_or(0, |j| j.flow);
+                self.trace.isr(c, &name, isr.started, now, flow);
+            }
             self.cpus[c].seg_start = now;
-            if let Some(job) = isr.job {
-                self.enqueue_bh(job)?;
+            for job in isr.jobs {
+                self.route_bh(c, job)?;
             }
             self.cpus[c].need_resched = true;
+        }
+        // Then the softirq (linux path): it runs in interrupt context too.
+        if self.softirq_step(c)? {
+            return Ok(());
         }
         // The running thread finished its step?
         if let Some((t, _)) = self.cpus[c].running {
@@ -793,6 +986,7 @@ impl Simulation {
         }
         let cpu = &mut self.cpus[c];
         cpu.need_resched = false;
+        cpu.wake_resched = false;
         cpu.next_update = d.next_update.map(|x| x.as_ns());
         cpu.running = match (d.server, d.thread) {
             (Some(s), Some(t)) => {
@@ -831,6 +1025,7 @@ impl Simulation {
         self.threads[t].active = true;
         if preempt {
             self.cpus[c].need_resched = true;
+            self.cpus[c].wake_resched = true;
         }
         Ok(())
     }
@@ -936,9 +1131,25 @@ impl Simulation {
                         ts.pc += 1;
                     }
                 }
+                Op::Bind { device, class } => {
+                    ts.pc += 1;
+                    self.devices[device].class_now = class;
+                }
                 Op::Io(dev) => {
                     ts.pc += 1;
                     ts.waiting_io = Some((dev, now));
+                    if let DeviceKind::Usb { echo_of, .. } = self.cfg.devices[dev].kind {
+                        if echo_of.is_some() && self.devices[dev].echo_credit == 0 {
+                            // an echo read waits for data written to the OUT endpoint
+                            self.devices[dev].echo_waiters.push_back((t, now));
+                        } else {
+                            if echo_of.is_some() {
+                                self.devices[dev].echo_credit -= 1;
+                            }
+                            self.usb_submit(dev, t, now);
+                        }
+                        return self.park(t);
+                    }
                     let disk = matches!(self.cfg.devices[dev].kind, DeviceKind::Disk { .. });
                     if disk {
                         self.devices[dev].disk_queue.push_back((t, now));
@@ -1078,8 +1289,10 @@ impl Simulation {
                 ..
             } => (*top_half, per_sector * sectors),
             DeviceKind::Generic { isr, dsr, .. } => (*isr, *dsr),
+            // USB events go through `usb_event` and the xHCI interrupter.
+            DeviceKind::Usb { .. } => (0, 0),
         };
-        let class = dev.class;
+        let class = self.devices[d].class_now;
         // The Main VCPU served: the requester's, else the class consumer's.
         let served = request.map(|(t, _)| t).or_else(|| {
             self.cfg.classes[class]
@@ -1092,6 +1305,7 @@ impl Simulation {
             None => Deliver::Event,
         };
         self.flow += 2;
+        let target = self.bh_target_class(class, dev.cpu);
         let job = BhJob {
             device: d,
             work,
@@ -1099,6 +1313,7 @@ impl Simulation {
             period,
             deliver,
             flow: self.flow,
+            target,
         };
         if let DeviceKind::Nic { ring, .. } = dev.kind {
             if self.devices[d].in_ring >= ring {
@@ -1116,16 +1331,266 @@ impl Simulation {
             self.close_segment(c);
         }
         self.cpus[c].isrs.push_back(Isr {
-            device: d,
+            source: IsrSource::Device(d),
             remaining: top,
             started: now,
-            job: Some(job),
+            jobs: vec![job],
         });
     }
 
-    fn enqueue_bh(&mut self, job: BhJob) -> Result<(), SimError> {
-        let class = self.cfg.devices[job.device].class;
-        let t = self.class_bh[class];
+    /// Hand a bottom-half job to its thread, or to the softirq context.
+    fn route_bh(&mut self, c: usize, job: BhJob) -> Result<(), SimError> {
+        match job.target {
+            Some(t) => self.enqueue_bh(t, job),
+            None => self.raise_softirq(c, job),
+        }
+    }
+
+    /// The thread that runs bottom halves of `class` for an interrupt on
+    /// `cpu` (`None`: softirq).
+    fn bh_target_class(&self, class: usize, cpu: usize) -> Option<usize> {
+        match self.cfg.path {
+            InterruptPath::Linux => self.linux_target(cpu),
+            _ => Some(self.class_bh[class]).filter(|&t| t != usize::MAX),
+        }
+    }
+
+    /// Linux: softirq at IRQ exit (`None`), or the ksoftirqd thread of the
+    /// interrupted CPU with forced threading (PREEMPT_RT).
+    fn linux_target(&self, c: usize) -> Option<usize> {
+        if self.cfg.linux.threaded_bh {
+            self.cpus[c].ksoftirqd
+        } else {
+            None
+        }
+    }
+
+    /// Whether ksoftirqd of CPU `c` has work (Linux then leaves new
+    /// softirqs to it instead of running them at IRQ exit).
+    fn ksoftirqd_busy(&self, c: usize) -> Option<usize> {
+        let t = self.cpus[c].ksoftirqd?;
+        match &self.threads[t].kind {
+            Kind::BottomHalf { queue, current } if current.is_some() || !queue.is_empty() => {
+                Some(t)
+            }
+            _ => None,
+        }
+    }
+
+    /// `raise_softirq` at the end of a hard IRQ on CPU `c`.
+    fn raise_softirq(&mut self, c: usize, job: BhJob) -> Result<(), SimError> {
+        if let Some(t) = self.ksoftirqd_busy(c) {
+            return self.enqueue_bh(t, job);
+        }
+        let now = self.now;
+        let sq = &mut self.cpus[c].softirq;
+        sq.pending.push_back(job);
+        if !sq.running {
+            sq.running = true;
+            sq.started = now;
+            sq.restarts = 0;
+            sq.batch = std::mem::take(&mut sq.pending);
+        }
+        self.dirty[c] = true;
+        Ok(())
+    }
+
+    /// Advance the softirq context of CPU `c` (`__do_softirq`): run the
+    /// batch of pending bottom halves; when more were raised meanwhile,
+    /// restart up to `max_restart` times within `max_softirq_time` unless a
+    /// woken task needs the CPU; leave the rest to ksoftirqd. Returns true
+    /// while the softirq owns the CPU (a check is armed).
+    fn softirq_step(&mut self, c: usize) -> Result<bool, SimError> {
+        let now = self.now;
+        loop {
+            if let Some((_, rem)) = &self.cpus[c].softirq.current {
+                if *rem > 0 {
+                    let t = now + *rem;
+                    self.arm(c, t);
+                    return Ok(true);
+                }
+                if let Some((job, _)) = self.cpus[c].softirq.current.take() {
+                    self.deliver(c, job)?;
+                }
+                continue;
+            }
+            let sq = &mut self.cpus[c].softirq;
+            if !sq.running {
+                return Ok(false);
+            }
+            if let Some(job) = sq.batch.pop_front() {
+                let w = job.work;
+                sq.current = Some((job, w));
+                self.cpus[c].seg_start = now;
+                continue;
+            }
+            if sq.pending.is_empty() {
+                sq.running = false;
+                return Ok(false);
+            }
+            let l = &self.cfg.linux;
+            let resched = self.cpus[c].wake_resched;
+            let sq = &mut self.cpus[c].softirq;
+            if sq.restarts < l.max_restart && now - sq.started < l.max_softirq_time && !resched {
+                sq.restarts += 1;
+                sq.batch = std::mem::take(&mut sq.pending);
+                continue;
+            }
+            // Too many restarts, too long, or a task to run: wake ksoftirqd.
+            let rest = std::mem::take(&mut sq.pending);
+            sq.running = false;
+            if let Some(t) = self.cpus[c].ksoftirqd {
+                for job in rest {
+                    self.enqueue_bh(t, job)?;
+                }
+            }
+            return Ok(false);
+        }
+    }
+
+    // ---- USB (xHCI) ----------------------------------------------------
+
+    /// Submit a USB request of `thread` on endpoint `d`; it carries the
+    /// interrupter of the class the fd is bound to (USB-DIFFSERV §III-C).
+    fn usb_submit(&mut self, d: usize, thread: usize, submitted: u64) {
+        let DeviceKind::Usb { controller, .. } = self.cfg.devices[d].kind else {
+            return;
+        };
+        let class = self.devices[d].class_now;
+        let it = self.cfg.xhci[controller]
+            .interrupters
+            .iter()
+            .position(|i| i.class == class)
+            .unwrap_or(0);
+        self.devices[d].usb_queue.push_back((thread, submitted, it));
+        self.usb_start(d);
+    }
+
+    /// Start the endpoint's next transfer: `bytes / rate` (plus jitter),
+    /// completing at the next 125 us microframe boundary.
+    fn usb_start(&mut self, d: usize) {
+        if self.devices[d].disk_busy || self.devices[d].usb_queue.is_empty() {
+            return;
+        }
+        let DeviceKind::Usb {
+            bytes,
+            rate,
+            jitter,
+            ..
+        } = self.cfg.devices[d].kind
+        else {
+            return;
+        };
+        self.devices[d].disk_busy = true;
+        let xfer = (bytes as u128 * 1_000_000_000).div_ceil(rate as u128) as u64;
+        let extra = if jitter > 0 {
+            self.rng.below(jitter + 1)
+        } else {
+            0
+        };
+        let ready = self.now + xfer + extra;
+        let done = ready.div_ceil(MICROFRAME_NS) * MICROFRAME_NS;
+        self.post(done, EvKind::UsbDone { device: d });
+    }
+
+    fn usb_done(&mut self, d: usize) {
+        self.devices[d].disk_busy = false;
+        let Some((thread, _, it)) = self.devices[d].usb_queue.pop_front() else {
+            return;
+        };
+        let DeviceKind::Usb {
+            controller,
+            omega_io,
+            kfree,
+            ..
+        } = self.cfg.devices[d].kind
+        else {
+            return;
+        };
+        // an echo device returns what was written to this OUT endpoint
+        for e in 0..self.cfg.devices.len() {
+            if matches!(self.cfg.devices[e].kind, DeviceKind::Usb { echo_of: Some(o), .. } if o == d)
+            {
+                match self.devices[e].echo_waiters.pop_front() {
+                    Some((reader, since)) => self.usb_submit(e, reader, since),
+                    None => self.devices[e].echo_credit += 1,
+                }
+            }
+        }
+        let class = self.cfg.xhci[controller].interrupters[it].class;
+        let period = self.servers[self.threads[thread].server].period;
+        let target = match self.cfg.path {
+            InterruptPath::Quest => Some(self.xhci[controller].bh[it]),
+            InterruptPath::QuestNoIovcpu => Some(self.class_bh[class]),
+            InterruptPath::Linux => self.linux_target(self.cfg.xhci[controller].cpu),
+        }
+        .filter(|&t| t != usize::MAX);
+        self.flow += 2;
+        let job = BhJob {
+            device: d,
+            work: omega_io + kfree,
+            arrival: self.now,
+            period,
+            deliver: Deliver::Request { thread },
+            flow: self.flow,
+            target,
+        };
+        self.devices[d].interrupts += 1;
+        self.xhci[controller].rings[it].push_back(job);
+        self.xhci_fire(controller, it);
+        self.usb_start(d);
+    }
+
+    /// Interrupter `it` signals its MSI vector if it has events and its
+    /// moderation interval has passed; otherwise it fires when it has.
+    fn xhci_fire(&mut self, x: usize, it: usize) {
+        let now = self.now;
+        if self.xhci[x].rings[it].is_empty() {
+            return;
+        }
+        let moderation = self.cfg.xhci[x].interrupters[it].moderation;
+        if let Some(l) = self.xhci[x].last_irq[it] {
+            if now < l + moderation {
+                if !self.xhci[x].irq_posted[it] {
+                    self.xhci[x].irq_posted[it] = true;
+                    self.post(
+                        l + moderation,
+                        EvKind::XhciIrq {
+                            controller: x,
+                            interrupter: it,
+                        },
+                    );
+                }
+                return;
+            }
+        }
+        let c = self.cfg.xhci[x].cpu;
+        // An interrupt of this interrupter not yet serviced takes the new
+        // events too: its top half drains the event ring.
+        let pending = self.cpus[c]
+            .isrs
+            .iter()
+            .position(|i| matches!(i.source, IsrSource::Xhci(a, b) if a == x && b == it));
+        if let Some(k) = pending {
+            let jobs: Vec<BhJob> = self.xhci[x].rings[it].drain(..).collect();
+            self.cpus[c].isrs[k].jobs.extend(jobs);
+            return;
+        }
+        self.xhci[x].last_irq[it] = Some(now);
+        let jobs: Vec<BhJob> = self.xhci[x].rings[it].drain(..).collect();
+        self.touch(c);
+        if self.cpus[c].isrs.is_empty() {
+            self.close_segment(c);
+        }
+        self.cpus[c].isrs.push_back(Isr {
+            source: IsrSource::Xhci(x, it),
+            remaining: self.cfg.xhci[x].top_half,
+            started: now,
+            jobs,
+        });
+    }
+
+    fn enqueue_bh(&mut self, t: usize, job: BhJob) -> Result<(), SimError> {
         let period = job.period;
         if let Kind::BottomHalf { queue, .. } = &mut self.threads[t].kind {
             queue.push_back(job);
@@ -1166,6 +1631,13 @@ impl Simulation {
     }
 
     fn bh_done(&mut self, t: usize, job: BhJob) -> Result<(), SimError> {
+        let cpu = self.threads[t].cpu;
+        self.deliver(cpu, job)
+    }
+
+    /// The end of a bottom half (in a thread or in softirq context on
+    /// `cpu`): account it and deliver its result.
+    fn deliver(&mut self, cpu: usize, job: BhJob) -> Result<(), SimError> {
         let now = self.now;
         let d = job.device;
         let bytes = match &self.cfg.devices[d].kind {
@@ -1176,6 +1648,7 @@ impl Simulation {
                 ..
             } => sectors * sector_bytes,
             DeviceKind::Generic { .. } => 0,
+            DeviceKind::Usb { bytes, .. } => *bytes,
         };
         let dev = &mut self.devices[d];
         dev.in_ring = dev.in_ring.saturating_sub(1);
@@ -1188,7 +1661,7 @@ impl Simulation {
         // strict PIBS: service for this Main VCPU ends
         if let (Some(p), Some(srv)) = (
             job.period,
-            self.cfg.classes[self.cfg.devices[d].class].iovcpu,
+            self.cfg.classes[self.devices[d].class_now].iovcpu,
         ) {
             if matches!(
                 self.cfg.servers[srv].policy,
@@ -1203,7 +1676,6 @@ impl Simulation {
                     .map_err(core_err(|| "io_service_done".to_owned()))?;
             }
         }
-        let cpu = self.threads[t].cpu;
         match job.deliver {
             Deliver::Request { thread, .. } => {
                 self.trace
@@ -1258,6 +1730,7 @@ impl Simulation {
                     server_switches: st.server_switches,
                     replenishment_ops: ops,
                     isr_ns: c.metrics.isr_ns,
+                    softirq_ns: c.metrics.softirq_ns,
                     idle_ns: c.metrics.idle_ns,
                     overhead_percent: 100.0 * cost / dur as f64,
                     overhead_windows: c
@@ -1336,6 +1809,7 @@ impl Simulation {
         let path = match self.cfg.path {
             InterruptPath::Quest => "quest",
             InterruptPath::QuestNoIovcpu => "quest-no-iovcpu",
+            InterruptPath::Linux => "linux",
         };
         let m = Metrics {
             duration_ns: dur,

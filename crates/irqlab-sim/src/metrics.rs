@@ -43,6 +43,8 @@ pub struct CpuMetrics {
     pub replenishment_ops: u64,
     /// Time in interrupt top halves.
     pub isr_ns: u64,
+    /// Time in softirq context (`linux` path).
+    pub softirq_ns: u64,
     pub idle_ns: u64,
     /// Scheduler-overhead model (QUEST-VCPU Figures 4, 7): percent of the
     /// CPU spent in the scheduler.
