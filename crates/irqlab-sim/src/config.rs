@@ -275,8 +275,9 @@ pub enum DeviceKind {
     },
     /// A USB endpoint behind xHCI controller `controller`
     /// (USB-DIFFSERV §II-A, §IV): each request moves `bytes` at the
-    /// device's `rate` (bytes/s, plus up to `jitter` ns), completes at the
-    /// next 125 us microframe boundary, and posts an event on the
+    /// device's `rate` (bytes/s, plus up to `jitter` ns of device response
+    /// time) within the current 125 us microframe, or, when it does not fit
+    /// in what is left of it, in the next microframe; then it posts an event on the
     /// interrupter of the class bound to the device; the bottom half costs
     /// `omega_io` (plus `kfree` when memory is freed in the bottom half).
     /// `echo_of`: this IN endpoint returns what the host wrote to that OUT
@@ -340,6 +341,11 @@ pub struct XhciCfg {
     /// Top-half cost per interrupt.
     pub top_half: u64,
     pub interrupters: Vec<InterrupterCfg>,
+    /// The controller's microframe clock runs unsynchronised with the CPU
+    /// clock: each transfer starts at a uniformly random phase of the
+    /// microframe. Off: microframes start at multiples of 125 us.
+    #[serde(default)]
+    pub random_frame_phase: bool,
 }
 
 fn default_msi_base() -> u32 {
@@ -790,7 +796,7 @@ impl SimConfig {
                 _ => {}
             }
             let c = &self.classes[d.class];
-            let unsolicited = !matches!(d.kind, DeviceKind::Disk { .. });
+            let unsolicited = matches!(d.kind, DeviceKind::Nic { .. } | DeviceKind::Generic { .. });
             if unsolicited && c.consumer.is_none() && self.path == InterruptPath::QuestNoIovcpu {
                 return Err(bad(format!("classes[{}].consumer", d.class), "none", "on the quest-no-iovcpu path a class with a NIC or generic device needs a consumer task to charge"));
             }

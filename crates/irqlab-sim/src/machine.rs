@@ -1476,6 +1476,7 @@ impl Simulation {
             bytes,
             rate,
             jitter,
+            controller,
             ..
         } = self.cfg.devices[d].kind
         else {
@@ -1488,8 +1489,20 @@ impl Simulation {
         } else {
             0
         };
-        let ready = self.now + xfer + extra;
-        let done = ready.div_ceil(MICROFRAME_NS) * MICROFRAME_NS;
+        let need = xfer + extra;
+        // Where in its microframe the controller is now.
+        let phase = if self.cfg.xhci[controller].random_frame_phase {
+            self.rng.below(MICROFRAME_NS)
+        } else {
+            self.now % MICROFRAME_NS
+        };
+        let left = MICROFRAME_NS - phase;
+        // A transfer that misses its microframe completes in the next one.
+        let done = if need <= left {
+            self.now + need
+        } else {
+            self.now + left + need
+        };
         self.post(done, EvKind::UsbDone { device: d });
     }
 

@@ -129,34 +129,49 @@ fn usb(path: &str, interrupters: Value, moderation_extra: Value) -> Value {
     })
 }
 
-/// xHCI: a 512-byte read at 12.5 MB/s takes 41 us but completes at the
-/// 125 us microframe boundary. With two interrupters each endpoint's event
-/// raises its own MSI: top halves [125,130) and [130,135); the bottom halves
-/// (20 us) run on the two I/O VCPUs [135,155) and [155,175) (they inherit
-/// the Main VCPU's period and go first among equals); then the tasks' 10 us
-/// of Omega_Main: a [175,185), b [185,195).
+/// xHCI: a 512-byte read at 12.5 MB/s takes 40.96 us and fits in the
+/// first microframe. With two interrupters each endpoint's event raises its
+/// own MSI: top halves [40.96, 45.96) and [45.96, 50.96); the bottom halves
+/// (20 us) run on the two I/O VCPUs [50.96, 70.96) and [70.96, 90.96) (they
+/// inherit the Main VCPU's period and go first among equals); then the
+/// tasks' 10 us of Omega_Main: a returns at 100.96, b at 110.96.
 #[test]
-fn usb_read_is_microframe_aligned() {
+fn usb_two_interrupters() {
     let m = sim(usb("quest", json!([{"class": 0}, {"class": 1}]), json!(1)));
     assert_eq!(m.cpus[0].isr_ns, 10_000);
-    assert_eq!(m.devices[0].latency.min, Some(185_000));
-    assert_eq!(m.devices[1].latency.min, Some(195_000));
+    assert_eq!(m.devices[0].latency.min, Some(100_960));
+    assert_eq!(m.devices[1].latency.min, Some(110_960));
 }
 
-/// One interrupter for both endpoints: both events of the microframe are
-/// signalled by one interrupt (one 5 us top half) and handled in turn by
-/// its one thread: [130,150), [150,170); then a [170,180), b [180,190).
+/// 125 us microframes: a read submitted 100 us into a microframe does not
+/// fit in the 25 us left and completes in the next one, at 125 + 40.96;
+/// then top half 5, bottom half 20, Omega_Main 10: it returns at 200.96,
+/// 100.96 us after it was issued.
+#[test]
+fn usb_transfer_that_misses_its_microframe_completes_in_the_next() {
+    let us = 1_000u64;
+    let mut v = usb("quest", json!([{"class": 0}, {"class": 1}]), json!(1));
+    v["tasks"] = json!([{"name": "a", "server": 0, "release": {"kind": "once"},
+                         "program": [{"op": "sleep", "ns": 100 * us}, {"op": "io", "device": 0}]}]);
+    let m = sim(v);
+    assert_eq!(m.devices[0].latency.min, Some(100_960));
+    assert_eq!(m.tasks[0].completions[0], 200_960);
+}
+
+/// One interrupter for both endpoints: both events are signalled by one
+/// interrupt (one 5 us top half) and handled in turn by its one thread:
+/// [45.96, 65.96), [65.96, 85.96); then a [85.96, 95.96), b [95.96, 105.96).
 #[test]
 fn one_interrupter_coalesces() {
     let m = sim(usb("quest", json!([{"class": 0}]), json!(0)));
     assert_eq!(m.cpus[0].isr_ns, 5_000);
-    assert_eq!(m.devices[0].latency.min, Some(180_000));
-    assert_eq!(m.devices[1].latency.min, Some(190_000));
+    assert_eq!(m.devices[0].latency.min, Some(95_960));
+    assert_eq!(m.devices[1].latency.min, Some(105_960));
 }
 
 /// Interrupter moderation: with a 200 us interval, the second request's
-/// event (at 250 us) waits for 125 + 200 = 325 us. (With a 1 % I/O VCPU
-/// the second bottom half would also wait for its eligibility at 2.13 ms.)
+/// event (at 116.92 us) waits for 40.96 + 200 = 240.96 us. (With a 1 % I/O
+/// VCPU the second bottom half would also wait for its eligibility.)
 #[test]
 fn interrupter_moderation_delays_the_next_interrupt() {
     let us = 1_000u64;
@@ -170,9 +185,9 @@ fn interrupter_moderation_delays_the_next_interrupt() {
     // a 50 % I/O VCPU: eligible again 40 us after the first bottom half
     v["servers"][1] = json!({"name": "io0", "policy": "pibs", "num": 1, "den": 2});
     let m = sim(v);
-    // first read: 125 + 5 + 20 + 10 = 160; second submitted at 160, done
-    // at 250 (next microframe), interrupt at 325: + 5 + 20 + 10 = 360.
-    assert_eq!(m.devices[0].latency.min, Some(160_000));
+    // first read: 40.96 + 5 + 20 + 10 = 75.96; the second returns at
+    // 240.96 + 5 + 20 + 10 = 275.96, 200 us after it was issued at 75.96
+    assert_eq!(m.devices[0].latency.min, Some(75_960));
     assert_eq!(m.devices[0].latency.max, Some(200_000));
 }
 

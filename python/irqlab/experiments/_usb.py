@@ -53,9 +53,10 @@ def teensy(name: str, cls: int, *, omega_io: int = OMEGA_IO, omega_main: int = O
 
 
 def xhci(classes: list[int]) -> dict[str, Any]:
-    """One controller; interrupter i is mapped to I/O class classes[i]."""
+    """One controller; interrupter i is mapped to I/O class classes[i]. Its
+    microframe clock is not synchronised with the CPU's (random phase)."""
     return {"name": "xhci", "top_half": XHCI_TOP_HALF, "msi_base": 32,
-            "interrupters": [{"class": c} for c in classes]}
+            "random_frame_phase": True, "interrupters": [{"class": c} for c in classes]}
 
 
 def reader(name: str, server: int, device: int, *, period: int | None = None,
