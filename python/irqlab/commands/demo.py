@@ -1,18 +1,20 @@
 """``irqlab demo``: the embedded default scenario, end to end.
 
-The scenario is QUEST-VCPU Table 1: four Main VCPUs (sporadic servers, C/T
-in 100 us units) with CPU-bound threads, and a 10 % PIBS I/O VCPU running
-the bottom halves of a CD-ROM reader on VCPU1.
-
-1. It simulates the scenario without and with the CD-ROM reader
-   (`irqlab reproduce quest-table1`), prints the CPU share of every VCPU
-   next to the paper's claim, and writes the metrics JSON, a Perfetto trace
-   and plots, saying where they are.
-2. It then walks through the first milliseconds decision by decision: the
-   budget of the dispatched VCPU, its `next_update`, and the I/O VCPU's
-   inherited period, eligibility time and replenishment, so the algorithms
-   of QUEST-VCPU (Alg. 1-13) can be followed step by step. A small event
-   loop here plays the machine; every decision is the core's.
+1. The USB priority-inversion scenario of USB-DIFFSERV Table II: a
+   high-priority task reads a USB serial device every 10 ms while five
+   low-priority tasks read their own devices as fast as their budgets allow
+   and a medium-priority task burns CPU. It runs under Linux (bottom halves
+   in softirq, then ksoftirqd under SCHED_FIFO or SCHED_DEADLINE), Quest
+   with one xHCI interrupter (one I/O VCPU for everyone) and Quest with two
+   interrupters (differentiated service), prints the high task's read
+   latency side by side with the paper's claims, and writes the metrics
+   JSON, a Perfetto trace and plots, saying where they are.
+2. It then walks through the first milliseconds of a QUEST-VCPU Table 1
+   system decision by decision: the budget of the dispatched VCPU, its
+   `next_update`, and the I/O VCPU's inherited period, eligibility time and
+   replenishment, so the algorithms of QUEST-VCPU (Alg. 1-13) can be
+   followed step by step. A small event loop here plays the machine; every
+   decision is the core's.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from pathlib import Path
 from irqlab import experiments
 from irqlab.commands.reproduce import format_checks
 from irqlab.core import Scheduler, percent, us
-from irqlab.experiments import quest_table1
+from irqlab.experiments import usb_priority_inversion
 from irqlab.sim import simulate, write_outputs
 
 UNIT = us(100)  # QUEST-VCPU Table 1: base unit 100 us
@@ -58,16 +60,19 @@ def run(args: argparse.Namespace) -> int:
     if horizon <= 0:
         raise ValueError(f"--until: {args.until} must be positive")
     out: Path = args.out
-    print("== irqlab demo: QUEST-VCPU Table 1 on the simulator ==\n")
-    result = experiments.run("quest-table1", out)
+    print("== irqlab demo: USB priority inversion (USB-DIFFSERV Table II) ==\n")
+    print("High-priority task's USB read latency with 5 low-priority readers and a CPU hog:\n")
+    result = experiments.run("usb-priority-inversion", out)
     print(result.table)
     print()
     print(format_checks(result))
-    cfg = quest_table1.config(with_cd=True, duration=1_000_000_000)
-    cfg["trace"] = {"enabled": True, "until": 100_000_000}
-    files = write_outputs(simulate(cfg), out / "simulation", title="Table 1 with CD-ROM I/O")
+    files = []
+    for system in ("linux-fifo", "quest-2-interrupters"):
+        cfg = usb_priority_inversion.config(system, 1_000_000_000)
+        cfg["trace"] = {"enabled": True, "until": 50_000_000}
+        files += write_outputs(simulate(cfg), out / system, title=system)
     print("\nOutputs:")
-    for f in [*result.files, *files]:
+    for f in [*result.files, *map(str, files)]:
         print(f"  {f}")
     print("  (open trace.json in https://ui.perfetto.dev or chrome://tracing)\n")
     print("== step by step: the core's decisions in the first milliseconds ==\n")
