@@ -17,6 +17,8 @@ from collections.abc import Sequence
 # Modules that register commands, in the order `irqlab --help` lists them.
 COMMAND_MODULES: list[str] = [
     "irqlab.commands.demo",
+    "irqlab.commands.check",
+    "irqlab.commands.simulate",
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
 ]
@@ -45,7 +47,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except (UsageError, ValueError, FileNotFoundError) as exc:
-        print(f"irqlab {args.command}: error: {exc}", file=sys.stderr)
+        lines = str(exc).splitlines() or [type(exc).__name__]
+        if len(lines) == 1:
+            print(f"irqlab {args.command}: error: {lines[0]}", file=sys.stderr)
+        else:
+            print(f"irqlab {args.command}: {len(lines)} errors:", file=sys.stderr)
+            for line in lines:
+                print(f"  {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

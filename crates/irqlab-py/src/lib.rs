@@ -6,6 +6,7 @@
 use pyo3::prelude::*;
 
 mod core_api;
+mod model_api;
 mod sim_api;
 
 #[pymodule]
@@ -13,6 +14,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     core_api::register(m)?;
     sim_api::register(m)?;
+    model_api::register(m)?;
     register_submodules(m)
 }
 

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod error;
+pub mod lower;
 pub mod machine;
 pub mod metrics;
 mod rng;
@@ -16,6 +17,7 @@ pub mod trace;
 
 pub use config::SimConfig;
 pub use error::SimError;
+pub use lower::from_model;
 pub use machine::Simulation;
 pub use metrics::Metrics;
 

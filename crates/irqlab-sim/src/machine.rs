@@ -265,6 +265,8 @@ struct DeviceState {
     arrival_at: Option<u64>,
     /// I/O class the device's fd is bound to now (`usb_set_iovcpu`).
     class_now: usize,
+    /// The last task that read the device.
+    last_reader: Option<usize>,
     /// USB: queued requests (thread, submitted, interrupter).
     usb_queue: VecDeque<(usize, u64, usize)>,
     /// USB echo IN endpoint: echoed transfers available, readers waiting.
@@ -616,6 +618,7 @@ impl Simulation {
                 arrival_epoch: 0,
                 arrival_at: None,
                 class_now: dc.class,
+                last_reader: None,
                 usb_queue: VecDeque::new(),
                 echo_credit: 0,
                 echo_waiters: VecDeque::new(),
@@ -1138,6 +1141,7 @@ impl Simulation {
                 Op::Io(dev) => {
                     ts.pc += 1;
                     ts.waiting_io = Some((dev, now));
+                    self.devices[dev].last_reader = Some(t);
                     if let DeviceKind::Usb { echo_of, .. } = self.cfg.devices[dev].kind {
                         if echo_of.is_some() && self.devices[dev].echo_credit == 0 {
                             // an echo read waits for data written to the OUT endpoint
@@ -1293,12 +1297,18 @@ impl Simulation {
             DeviceKind::Usb { .. } => (0, 0),
         };
         let class = self.devices[d].class_now;
-        // The Main VCPU served: the requester's, else the class consumer's.
-        let served = request.map(|(t, _)| t).or_else(|| {
-            self.cfg.classes[class]
-                .consumer
-                .map(|k| self.tasks[k].thread)
-        });
+        // The Main VCPU served (QUEST-VCPU §2.1: every I/O event is handled
+        // on behalf of a task): the requester's, else the class consumer's,
+        // else the task waiting on (or that last read) the device.
+        let served = request
+            .map(|(t, _)| t)
+            .or_else(|| {
+                self.cfg.classes[class]
+                    .consumer
+                    .map(|k| self.tasks[k].thread)
+            })
+            .or_else(|| self.devices[d].waiters.front().copied())
+            .or(self.devices[d].last_reader);
         let period = served.and_then(|t| self.servers[self.threads[t].server].period);
         let deliver = match request {
             Some((thread, _)) => Deliver::Request { thread },

@@ -1,0 +1,381 @@
+//! The YAML system model (DESIGN.md §4): what a user writes.
+//!
+//! Design principles: every section is a plain serde type with
+//! `deny_unknown_fields` (a typo is an error, never silently ignored); every
+//! time, utilization, size and rate carries its unit (`units`); names, not
+//! indices, link the parts (a task names its VCPU, a device its I/O class);
+//! `validate` checks every rule and reports all violations with their field
+//! path; `lower` (in irqlab-sim) turns a valid model into the simulator's
+//! resolved configuration.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::units::{Duration, Rate, Size, Util};
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    pub machine: Machine,
+    #[serde(default)]
+    pub simulation: Simulation,
+    pub vcpus: Vec<Vcpu>,
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+    #[serde(default)]
+    pub devices: Vec<Device>,
+    #[serde(default)]
+    pub xhci: Vec<Xhci>,
+    /// `usb_set_iovcpu(fd, class)` at start: device name -> I/O class.
+    #[serde(default)]
+    pub bindings: BTreeMap<String, String>,
+    /// Optional per-class settings (the task served by unsolicited events).
+    #[serde(default)]
+    pub classes: Vec<ClassSpec>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathKind {
+    #[default]
+    Quest,
+    QuestNoIovcpu,
+    Linux,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    #[serde(default = "one")]
+    pub cpus: u32,
+    #[serde(default)]
+    pub path: PathKind,
+    #[serde(default)]
+    pub linux: Option<LinuxSpec>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinuxSpec {
+    #[serde(default)]
+    pub max_softirq_restart: Option<u32>,
+    #[serde(default)]
+    pub max_softirq_time: Option<Duration>,
+    /// PREEMPT_RT: every bottom half in the ksoftirqd thread.
+    #[serde(default)]
+    pub threaded_bh: bool,
+    #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    pub ksoftirqd: Option<Ksoftirqd>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Ksoftirqd {
+    /// SCHED_FIFO priority (1..99).
+    Fifo(u32),
+    /// SCHED_DEADLINE runtime / period.
+    Deadline { runtime: Duration, period: Duration },
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Simulation {
+    #[serde(default = "default_duration")]
+    pub duration: Duration,
+    #[serde(default)]
+    pub seed: u64,
+    #[serde(default = "default_duration")]
+    pub window: Duration,
+    #[serde(default)]
+    pub trace: bool,
+    #[serde(default)]
+    pub trace_until: Option<Duration>,
+}
+
+fn default_duration() -> Duration {
+    Duration(irqlab_core::Nanos::from_secs(1))
+}
+
+impl Default for Simulation {
+    fn default() -> Self {
+        Simulation {
+            duration: default_duration(),
+            seed: 0,
+            window: default_duration(),
+            trace: false,
+            trace_until: None,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum VcpuKind {
+    #[default]
+    Main,
+    Io,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    Sporadic,
+    Pibs,
+    Deferrable,
+    Polling,
+    /// SCHED_DEADLINE (constant bandwidth server).
+    Cbs,
+    /// A plain SCHED_FIFO thread container (no budget).
+    Fifo,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InheritMode {
+    Paper,
+    Strict,
+}
+
+/// A server. Which fields apply depends on `policy` (checked by
+/// `validate`): sporadic/deferrable/polling `budget` + `period`; pibs
+/// `utilization` (+ `inherit`); cbs `runtime` + `period`; fifo `priority`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vcpu {
+    pub name: String,
+    #[serde(default)]
+    pub kind: VcpuKind,
+    #[serde(default)]
+    pub cpu: u32,
+    pub policy: Policy,
+    #[serde(default)]
+    pub budget: Option<Duration>,
+    #[serde(default)]
+    pub runtime: Option<Duration>,
+    #[serde(default)]
+    pub period: Option<Duration>,
+    #[serde(default)]
+    pub utilization: Option<Util>,
+    #[serde(default)]
+    pub max_repl: Option<usize>,
+    #[serde(default)]
+    pub background: Option<bool>,
+    #[serde(default)]
+    pub inherit: Option<InheritMode>,
+    /// SCHED_FIFO priority 1..99 (fifo policy), or an explicit fixed
+    /// priority for a budgeted server instead of rate-monotonic.
+    #[serde(default)]
+    pub priority: Option<u32>,
+    /// The I/O class an I/O VCPU serves.
+    #[serde(default)]
+    pub io_class: Option<String>,
+}
+
+/// One step of a task's program.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub enum Step {
+    Compute(Duration),
+    /// A blocking read on a device (by name).
+    Read(String),
+    /// A blocking write on a device (by name).
+    Write(String),
+    Sleep(Duration),
+    /// `usb_set_iovcpu`: rebind a device's fd to another I/O class.
+    Bind {
+        device: String,
+        class: String,
+    },
+    /// Repeat `do` `count` times.
+    Loop {
+        count: u64,
+        #[serde(rename = "do")]
+        body: Vec<Step>,
+    },
+    /// Repeat forever.
+    Forever(Vec<Step>),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    pub name: String,
+    /// The Main VCPU the task runs on.
+    pub vcpu: String,
+    #[serde(default = "one")]
+    pub priority: u32,
+    /// Periodic release; without it the task is released once at `offset`.
+    #[serde(default)]
+    pub period: Option<Duration>,
+    #[serde(default)]
+    pub deadline: Option<Duration>,
+    #[serde(default)]
+    pub offset: Option<Duration>,
+    #[serde(default)]
+    pub jobs: Option<u64>,
+    /// Steps as single-key maps: `- compute: 300us`, `- read: cdrom`.
+    #[serde(with = "serde_yaml::with::singleton_map_recursive")]
+    pub program: Vec<Step>,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKindName {
+    Nic,
+    Disk,
+    Generic,
+    Usb,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalKind {
+    Periodic,
+    Poisson,
+    Burst,
+    /// Back-to-back packets at `interval` (a flood at line rate).
+    Flood,
+    /// `ping -f`: the next request one `rtt` after each reply.
+    PingFlood,
+    /// Arrival times from a CSV file (one duration per line).
+    Trace,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arrival {
+    pub kind: ArrivalKind,
+    #[serde(default)]
+    pub interval: Option<Duration>,
+    /// Poisson rate, packets per second.
+    #[serde(default)]
+    pub rate: Option<f64>,
+    #[serde(default)]
+    pub count: Option<u64>,
+    #[serde(default)]
+    pub gap: Option<Duration>,
+    #[serde(default)]
+    pub every: Option<Duration>,
+    #[serde(default)]
+    pub rtt: Option<Duration>,
+    #[serde(default)]
+    pub start: Option<Duration>,
+    #[serde(default)]
+    pub stop: Option<Duration>,
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
+/// A device. Which fields apply depends on `kind` (checked by `validate`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Device {
+    pub name: String,
+    pub kind: DeviceKindName,
+    /// The I/O class its fd is bound to (see also `bindings`).
+    #[serde(default)]
+    pub class: Option<String>,
+    #[serde(default)]
+    pub cpu: u32,
+    /// Software cost on the task's Main VCPU when a request returns
+    /// (USB-DIFFSERV Omega_Main).
+    #[serde(default)]
+    pub omega_main: Option<Duration>,
+    // nic
+    #[serde(default)]
+    pub arrival: Option<Arrival>,
+    #[serde(default)]
+    pub top_half: Option<Duration>,
+    #[serde(default)]
+    pub bottom_half: Option<Duration>,
+    #[serde(default)]
+    pub packet: Option<Size>,
+    #[serde(default)]
+    pub buffer: Option<usize>,
+    #[serde(default)]
+    pub ring: Option<usize>,
+    // disk
+    #[serde(default)]
+    pub latency: Option<Duration>,
+    #[serde(default)]
+    pub per_sector: Option<Duration>,
+    #[serde(default)]
+    pub sectors: Option<u64>,
+    #[serde(default)]
+    pub sector: Option<Size>,
+    // generic
+    #[serde(default)]
+    pub min_interarrival: Option<Duration>,
+    #[serde(default)]
+    pub jitter: Option<Duration>,
+    #[serde(default)]
+    pub isr: Option<Duration>,
+    #[serde(default)]
+    pub dsr: Option<Duration>,
+    #[serde(default)]
+    pub start: Option<Duration>,
+    // usb
+    #[serde(default)]
+    pub controller: Option<String>,
+    #[serde(default)]
+    pub request: Option<Size>,
+    #[serde(default)]
+    pub rate: Option<Rate>,
+    #[serde(default)]
+    pub omega_io: Option<Duration>,
+    #[serde(default)]
+    pub kfree: Option<Duration>,
+    #[serde(default)]
+    pub echo_of: Option<String>,
+}
+
+/// An entry of the interrupter-to-I/O-VCPU map: a class name, or the
+/// terminating `0` of Quest's C array.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum MapEntry {
+    Class(String),
+    Number(i64),
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Xhci {
+    pub name: String,
+    #[serde(default)]
+    pub cpu: u32,
+    /// How many interrupters the controller implements (1..1024).
+    #[serde(default = "default_interrupters")]
+    pub max_interrupters: usize,
+    #[serde(default = "default_msi_base")]
+    pub msi_base: u32,
+    pub top_half: Duration,
+    #[serde(default)]
+    pub moderation: Option<Duration>,
+    /// `xHCI_interrupter_to_IOVCPU_map` (USB-DIFFSERV §III-C): entry i is
+    /// the class of interrupter i; may end with 0.
+    pub interrupter_map: Vec<MapEntry>,
+    #[serde(default)]
+    pub random_frame_phase: bool,
+}
+
+fn default_interrupters() -> usize {
+    8
+}
+fn default_msi_base() -> u32 {
+    32
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ClassSpec {
+    pub name: String,
+    /// Task on whose behalf unsolicited events of the class are handled.
+    #[serde(default)]
+    pub consumer: Option<String>,
+}

@@ -1,0 +1,370 @@
+//! Lowering a validated `irqlab_model::Model` (names, units) into the
+//! simulator's resolved `SimConfig` (indices, integer ns).
+//!
+//! Design principles: the model has already been validated, but lowering
+//! still never panics -- a dangling name is a `SimError` naming it; SCHED_FIFO
+//! priorities (1..99, higher is more urgent) become ranks `100 - priority`
+//! on the scale where smaller is more urgent; trace CSV files are read
+//! relative to the model's directory.
+
+use std::path::Path;
+
+use irqlab_model::model::{
+    ArrivalKind, DeviceKindName, InheritMode, Ksoftirqd, MapEntry, PathKind, Policy, Step,
+};
+use irqlab_model::{class_names, device_class, units::parse_duration, Model};
+
+use crate::config::{
+    ArrivalCfg, ClassCfg, DeviceCfg, DeviceKind, InterruptPath, InterrupterCfg, LinuxCfg, Phase,
+    PolicyCfg, Release, ServerCfg, SimConfig, TaskCfg, TraceCfg, XhciCfg,
+};
+use crate::error::SimError;
+
+fn missing(path: String, what: &str) -> SimError {
+    SimError::Config {
+        path,
+        value: what.to_owned(),
+        rule: "not found".into(),
+    }
+}
+
+fn index<T>(
+    items: &[T],
+    name: &str,
+    key: impl Fn(&T) -> &str,
+    path: &str,
+) -> Result<usize, SimError> {
+    items
+        .iter()
+        .position(|x| key(x) == name)
+        .ok_or_else(|| missing(path.to_owned(), name))
+}
+
+fn ns(d: Option<irqlab_model::units::Duration>) -> u64 {
+    d.map_or(0, |d| d.0.as_ns())
+}
+
+/// Lower a model into a simulation configuration. `base` is the directory
+/// of the model file (for trace CSV files).
+pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
+    let classes = class_names(m);
+    let class_idx = |c: &str, path: &str| index(&classes, c, |x| x.as_str(), path);
+    let servers = m
+        .vcpus
+        .iter()
+        .map(|v| {
+            let rank = v.priority.map(|p| 100u64.saturating_sub(p as u64));
+            let b = ns(v.budget);
+            let t = ns(v.period);
+            let policy = match v.policy {
+                Policy::Sporadic => PolicyCfg::Sporadic {
+                    budget: b,
+                    period: t,
+                    max_repl: v.max_repl.unwrap_or(irqlab_core::DEFAULT_MAX_REPL),
+                    background: v.background.unwrap_or(false),
+                },
+                Policy::Pibs => {
+                    let u = v
+                        .utilization
+                        .map(|u| u.0)
+                        .unwrap_or(irqlab_core::Utilization::ZERO);
+                    PolicyCfg::Pibs {
+                        num: u.num(),
+                        den: u.den(),
+                        strict: v.inherit == Some(InheritMode::Strict),
+                    }
+                }
+                Policy::Deferrable => PolicyCfg::Deferrable {
+                    budget: b,
+                    period: t,
+                },
+                Policy::Polling => PolicyCfg::Polling {
+                    budget: b,
+                    period: t,
+                },
+                Policy::Cbs => PolicyCfg::Cbs {
+                    runtime: ns(v.runtime),
+                    period: t,
+                },
+                Policy::Fifo => PolicyCfg::Unbounded,
+            };
+            ServerCfg {
+                name: v.name.clone(),
+                cpu: v.cpu as usize,
+                policy,
+                rank,
+            }
+        })
+        .collect();
+    let dev_idx = |d: &str, path: &str| index(&m.devices, d, |x| x.name.as_str(), path);
+    fn steps(
+        s: &[Step],
+        path: &str,
+        dev: &dyn Fn(&str, &str) -> Result<usize, SimError>,
+        cls: &dyn Fn(&str, &str) -> Result<usize, SimError>,
+    ) -> Result<Vec<Phase>, SimError> {
+        s.iter()
+            .enumerate()
+            .map(|(k, st)| {
+                let here = format!("{path}[{k}]");
+                Ok(match st {
+                    Step::Compute(d) => Phase::Compute { ns: d.0.as_ns() },
+                    Step::Sleep(d) => Phase::Sleep { ns: d.0.as_ns() },
+                    Step::Read(d) | Step::Write(d) => Phase::Io {
+                        device: dev(d, &here)?,
+                    },
+                    Step::Bind { device, class } => Phase::Bind {
+                        device: dev(device, &here)?,
+                        class: cls(class, &here)?,
+                    },
+                    Step::Loop { count, body } => Phase::Loop {
+                        count: Some(*count),
+                        body: steps(body, &here, dev, cls)?,
+                    },
+                    Step::Forever(body) => Phase::Loop {
+                        count: None,
+                        body: steps(body, &here, dev, cls)?,
+                    },
+                })
+            })
+            .collect()
+    }
+    let mut tasks = Vec::new();
+    for (i, t) in m.tasks.iter().enumerate() {
+        let path = format!("tasks[{i}]");
+        let release = match t.period {
+            Some(p) => Release::Periodic {
+                period: p.0.as_ns(),
+                deadline: t.deadline.map(|d| d.0.as_ns()),
+                offset: ns(t.offset),
+                jobs: t.jobs,
+            },
+            None => Release::Once { at: ns(t.offset) },
+        };
+        tasks.push(TaskCfg {
+            name: t.name.clone(),
+            server: index(
+                &m.vcpus,
+                &t.vcpu,
+                |v| v.name.as_str(),
+                &format!("{path}.vcpu"),
+            )?,
+            priority: t.priority,
+            release,
+            program: steps(&t.program, &format!("{path}.program"), &dev_idx, &class_idx)?,
+        });
+    }
+    let xhci_idx = |x: &str, path: &str| index(&m.xhci, x, |c| c.name.as_str(), path);
+    let mut devices = Vec::new();
+    for (i, d) in m.devices.iter().enumerate() {
+        let path = format!("devices[{i}]");
+        let class =
+            device_class(m, &d.name).ok_or_else(|| missing(format!("{path}.class"), "class"))?;
+        let kind = match d.kind {
+            DeviceKindName::Nic => {
+                let a = d
+                    .arrival
+                    .as_ref()
+                    .ok_or_else(|| missing(format!("{path}.arrival"), "arrival"))?;
+                let (start, stop) = (ns(a.start), a.stop.map(|s| s.0.as_ns()));
+                let arrival = match a.kind {
+                    ArrivalKind::Periodic | ArrivalKind::Flood => ArrivalCfg::Periodic {
+                        interval: ns(a.interval),
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::Poisson => ArrivalCfg::Poisson {
+                        rate_per_s: a.rate.unwrap_or(0.0),
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::Burst => ArrivalCfg::Burst {
+                        count: a.count.unwrap_or(0),
+                        gap: ns(a.gap),
+                        every: ns(a.every),
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::PingFlood => ArrivalCfg::PingFlood {
+                        rtt: ns(a.rtt),
+                        interval: 10_000_000,
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::Trace => {
+                        let file = a.file.clone().unwrap_or_default();
+                        ArrivalCfg::Trace {
+                            times: read_trace(&base.join(&file), &format!("{path}.arrival.file"))?,
+                        }
+                    }
+                };
+                DeviceKind::Nic {
+                    arrival,
+                    top_half: ns(d.top_half),
+                    bottom_half: ns(d.bottom_half),
+                    bytes: d.packet.map_or(64, |s| s.0),
+                    buffer: d.buffer.unwrap_or(1024),
+                    ring: d.ring.unwrap_or(256),
+                }
+            }
+            DeviceKindName::Disk => DeviceKind::Disk {
+                latency: ns(d.latency),
+                top_half: ns(d.top_half),
+                per_sector: ns(d.per_sector),
+                sectors: d.sectors.unwrap_or(1),
+                sector_bytes: d.sector.map_or(512, |s| s.0),
+            },
+            DeviceKindName::Generic => DeviceKind::Generic {
+                min_interarrival: ns(d.min_interarrival),
+                jitter: ns(d.jitter),
+                isr: ns(d.isr),
+                dsr: ns(d.dsr),
+                start: ns(d.start),
+            },
+            DeviceKindName::Usb => DeviceKind::Usb {
+                controller: xhci_idx(
+                    d.controller.as_deref().unwrap_or(""),
+                    &format!("{path}.controller"),
+                )?,
+                bytes: d.request.map_or(512, |s| s.0),
+                rate: d.rate.map_or(0, |r| r.0),
+                jitter: ns(d.jitter),
+                omega_io: ns(d.omega_io),
+                kfree: ns(d.kfree),
+                echo_of: match &d.echo_of {
+                    Some(e) => Some(dev_idx(e, &format!("{path}.echo_of"))?),
+                    None => None,
+                },
+            },
+        };
+        devices.push(DeviceCfg {
+            name: d.name.clone(),
+            cpu: d.cpu as usize,
+            class: class_idx(class, &format!("{path}.class"))?,
+            omega_main: ns(d.omega_main),
+            kind,
+        });
+    }
+    let mut class_cfgs = Vec::new();
+    for c in &classes {
+        let iovcpu = m
+            .vcpus
+            .iter()
+            .position(|v| v.io_class.as_deref() == Some(c.as_str()));
+        let consumer = match m
+            .classes
+            .iter()
+            .find(|s| &s.name == c)
+            .and_then(|s| s.consumer.as_deref())
+        {
+            Some(t) => Some(index(
+                &m.tasks,
+                t,
+                |x| x.name.as_str(),
+                &format!("classes ({c}).consumer"),
+            )?),
+            None => None,
+        };
+        class_cfgs.push(ClassCfg {
+            name: c.clone(),
+            iovcpu,
+            consumer,
+        });
+    }
+    let mut xhci = Vec::new();
+    for (i, x) in m.xhci.iter().enumerate() {
+        let mut ints = Vec::new();
+        for e in &x.interrupter_map {
+            if let MapEntry::Class(c) = e {
+                ints.push(InterrupterCfg {
+                    class: class_idx(c, &format!("xhci[{i}].interrupter_map"))?,
+                    moderation: ns(x.moderation),
+                });
+            }
+        }
+        xhci.push(XhciCfg {
+            name: x.name.clone(),
+            cpu: x.cpu as usize,
+            msi_base: x.msi_base,
+            top_half: x.top_half.0.as_ns(),
+            interrupters: ints,
+            random_frame_phase: x.random_frame_phase,
+        });
+    }
+    let mut linux = LinuxCfg::default();
+    if let Some(l) = &m.machine.linux {
+        if let Some(r) = l.max_softirq_restart {
+            linux.max_restart = r;
+        }
+        if let Some(t) = l.max_softirq_time {
+            linux.max_softirq_time = t.0.as_ns();
+        }
+        linux.threaded_bh = l.threaded_bh;
+        match &l.ksoftirqd {
+            Some(Ksoftirqd::Fifo(p)) => linux.ksoftirqd_rank = 100u64.saturating_sub(*p as u64),
+            Some(Ksoftirqd::Deadline { runtime, period }) => {
+                linux.ksoftirqd = PolicyCfg::Cbs {
+                    runtime: runtime.0.as_ns(),
+                    period: period.0.as_ns(),
+                }
+            }
+            None => {}
+        }
+    }
+    let s = &m.simulation;
+    Ok(SimConfig {
+        cpus: m.machine.cpus as usize,
+        path: match m.machine.path {
+            PathKind::Quest => InterruptPath::Quest,
+            PathKind::QuestNoIovcpu => InterruptPath::QuestNoIovcpu,
+            PathKind::Linux => InterruptPath::Linux,
+        },
+        duration: s.duration.0.as_ns(),
+        seed: s.seed,
+        window: s.window.0.as_ns(),
+        servers,
+        tasks,
+        devices,
+        classes: class_cfgs,
+        xhci,
+        linux,
+        trace: TraceCfg {
+            enabled: s.trace,
+            until: s.trace_until.map(|d| d.0.as_ns()),
+            ..TraceCfg::default()
+        },
+        overhead: Default::default(),
+    })
+}
+
+/// One arrival time per line (a duration with unit; `#` comments and a
+/// header line `time` are skipped), sorted.
+fn read_trace(file: &Path, path: &str) -> Result<Vec<u64>, SimError> {
+    let text = std::fs::read_to_string(file).map_err(|e| SimError::Config {
+        path: path.to_owned(),
+        value: file.display().to_string(),
+        rule: format!("cannot read: {e}"),
+    })?;
+    let mut times = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let l = line
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim();
+        if l.is_empty() || l.eq_ignore_ascii_case("time") {
+            continue;
+        }
+        let t = parse_duration(l).map_err(|e| SimError::Config {
+            path: format!("{path} line {}", k + 1),
+            value: l.to_owned(),
+            rule: e,
+        })?;
+        times.push(t.as_ns());
+    }
+    times.sort_unstable();
+    Ok(times)
+}

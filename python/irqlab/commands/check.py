@@ -1,0 +1,49 @@
+"""``irqlab check MODEL.yaml``: validate a model and print a summary.
+
+Exit 0 when valid (warnings are printed), 2 with every error on stderr
+when not.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections import defaultdict
+from fractions import Fraction
+from pathlib import Path
+
+from irqlab.model import load
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check", help="validate a system model and summarize it")
+    p.add_argument("model", type=Path, help="model file (YAML)")
+    p.set_defaults(func=run)
+
+
+def utilization(server: dict) -> Fraction | None:
+    """C/T of a budgeted server, U of a PIBS one (from the resolved config)."""
+    if server["policy"] == "pibs":
+        return Fraction(server["num"], server["den"])
+    c = server.get("budget") or server.get("runtime")
+    return Fraction(c, server["period"]) if c and server.get("period") else None
+
+
+def run(args: argparse.Namespace) -> int:
+    m = load(args.model)
+    model, cfg = m.model, m.sim_config
+    print(f"{args.model}: valid ({model['machine']['path']} path, {cfg['cpus']} CPU(s))")
+    per_cpu: dict[int, list[str]] = defaultdict(list)
+    for v, server in zip(model["vcpus"], cfg["servers"], strict=True):
+        u = utilization(server)
+        share = f" {float(u) * 100:.2f}%" if u is not None else ""
+        io = f" for {v['io_class']}" if v.get("io_class") else ""
+        per_cpu[v["cpu"]].append(f"{v['name']} ({v['kind']}, {v['policy']}{share}{io})")
+    for cpu, vs in sorted(per_cpu.items()):
+        print(f"  cpu {cpu}: " + ", ".join(vs))
+    print(f"  tasks: {', '.join(t['name'] for t in model['tasks']) or '-'}")
+    devices = ", ".join(f"{d['name']} ({d['kind']})" for d in model["devices"])
+    print(f"  devices: {devices or '-'}")
+    print(f"  I/O classes: {', '.join(c['name'] for c in cfg['classes']) or '-'}")
+    for w in m.warnings:
+        print(f"  warning: {w}")
+    return 0

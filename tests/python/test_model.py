@@ -1,0 +1,128 @@
+"""`irqlab check` / `irqlab simulate` on YAML models: valid models, shipped
+scenarios, and every kind of bad input rejected with exit code 2 and a
+message naming the field (never a traceback)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from irqlab.cli import main
+from irqlab.experiments import quest_table1, usb_priority_inversion
+from irqlab.model import ModelError, load, loads, scenario_path, scenarios
+from irqlab.sim import simulate
+
+GOOD = """
+machine: {cpus: 1, path: quest}
+simulation: {duration: 200ms, seed: 3}
+vcpus:
+  - {name: V0, policy: sporadic, budget: 2ms, period: 10ms}
+  - {name: IO, kind: io, policy: pibs, utilization: 1%, io_class: net}
+tasks:
+  - {name: rx, vcpu: V0, period: 10ms, program: [{read: eth0}, {compute: 100us}]}
+devices:
+  - {name: eth0, kind: nic, class: net, top_half: 2us, bottom_half: 10us, packet: 64B,
+     arrival: {kind: periodic, interval: 1ms}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "m.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_check_valid(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", str(write(tmp_path, GOOD))]) == 0
+    out = capsys.readouterr().out
+    assert "valid (quest path, 1 CPU(s))" in out
+    assert "V0 (main, sporadic 20.00%)" in out and "IO (io, pibs 1.00% for net)" in out
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("budget: 2ms, period: 10ms", "budget: 12ms, period: 10ms",
+         "vcpus[0].budget: 12ms: exceeds period 10ms"),
+        ("budget: 2ms, period: 10ms", "budget: 10ms, period: 10ms}\n  - {name: V1, policy: "
+         "sporadic, budget: 5ms, period: 10ms", "the budgets exceed 100% of the CPU"),
+        ("kind: nic", "kind: modem", "devices[0].kind: unknown variant `modem`"),
+        ("packet: 64B", "packet: 64B, colour: red", "devices[0]: unknown field `colour`"),
+        ("vcpu: V0", "vcpu: V7", "tasks[0].vcpu: V7: no such VCPU"),
+        ("interval: 1ms", "interval: -1ms", "\"-1ms\" is negative"),
+        ("interval: 1ms", "interval: 1000", "1000 has no unit"),
+        ("{compute: 100us}", "{compute: 0ms}", "tasks[0].program[1]: 0: must be positive"),
+        ("vcpus:", "vcpus: [", "did not find expected"),
+    ],
+)
+def test_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str,
+                          new: str, message: str) -> None:
+    assert old in GOOD
+    path = write(tmp_path, GOOD.replace(old, new, 1))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err
+    assert main(["simulate", str(path), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_missing_file_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "/nonexistent/model.yaml"]) == 2
+    assert "no such model file" in capsys.readouterr().err
+
+
+def test_cli_subprocess_no_traceback(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("budget: 2ms", "budget: 20ms", 1))
+    r = subprocess.run([sys.executable, "-m", "irqlab", "check", str(path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "vcpus[0].budget: 20ms: exceeds period 10ms" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_simulate_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GOOD.replace("kind: periodic, interval: 1ms",
+                                        "kind: poisson, rate: 2000"))
+    for d in ("a", "b"):
+        assert main(["simulate", str(path), "--out", str(tmp_path / d), "--seed", "9"]) == 0
+    a = (tmp_path / "a" / "metrics.json").read_bytes()
+    b = (tmp_path / "b" / "metrics.json").read_bytes()
+    assert a == b
+    assert main(["simulate", str(path), "--out", str(tmp_path / "c"), "--seed", "10"]) == 0
+    assert (tmp_path / "c" / "metrics.json").read_bytes() != a, "the seed matters"
+    m = json.loads(a)
+    assert m["seed"] == 9 and m["tasks"][0]["completed"] == 20
+    out = capsys.readouterr().out
+    assert "metrics.json" in out and "trace.json" in out
+
+
+def test_duration_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GOOD)
+    assert main(["simulate", str(path), "--out", str(tmp_path / "o"), "--duration", "50ms"]) == 0
+    assert json.loads((tmp_path / "o" / "metrics.json").read_text())["duration_ns"] == 50_000_000
+    assert main(["simulate", str(path), "--out", str(tmp_path / "o"), "--duration", "50"]) == 2
+    assert "--duration" in capsys.readouterr().err
+
+
+def test_model_error_lists_every_problem() -> None:
+    with pytest.raises(ModelError) as e:
+        loads(GOOD.replace("budget: 2ms", "budget: 20ms").replace("vcpu: V0", "vcpu: nope"))
+    assert len(str(e.value).splitlines()) == 2
+
+
+def test_shipped_scenarios_equal_the_experiments() -> None:
+    """The YAML scenarios lower to exactly the systems the experiments run."""
+    assert {"quest-table1", "usb-priority-inversion"} <= set(scenarios())
+    pairs = [("quest-table1", quest_table1.config(True, 10_000_000_000)),
+             ("usb-priority-inversion",
+              usb_priority_inversion.config("quest-2-interrupters", 10_000_000_000))]
+    for name, cfg in pairs:
+        cfg["duration"] = 500_000_000  # shorter: equality, not the figures, is tested
+        yaml_cfg = load(scenario_path(name)).sim_config
+        yaml_cfg["duration"] = 500_000_000
+        assert json.dumps(simulate(yaml_cfg).metrics, sort_keys=True) == json.dumps(
+            simulate(cfg).metrics, sort_keys=True), name
