@@ -300,6 +300,8 @@ pub struct Simulation {
     dirty: Vec<bool>,
     rng: SplitMix64,
     trace: Trace,
+    /// Per thread: a bottom-half -> task arrow to end at its next dispatch.
+    wake_flow: Vec<Option<u64>>,
     flow: u64,
     processed: u64,
 }
@@ -629,6 +631,7 @@ impl Simulation {
         trace.names(cfg.cpus, &names);
         let ncpu = cfg.cpus;
         let seed = cfg.seed;
+        let nthreads = threads.len();
         let mut sim = Simulation {
             cfg,
             now: 0,
@@ -643,6 +646,7 @@ impl Simulation {
             xhci,
             dirty: vec![true; ncpu],
             rng: SplitMix64::new(seed),
+            wake_flow: vec![None; nthreads],
             trace,
             flow: 0,
             processed: 0,
@@ -999,14 +1003,18 @@ impl Simulation {
                     value: format!("{t:?}"),
                     rule: "dispatched thread unknown to the machine".into(),
                 })?;
-                let budget = cpu
-                    .sched
-                    .server(s)
-                    .ok()
-                    .map(|x| x.budget().as_ns())
-                    .filter(|&b| b != u64::MAX);
-                let name = self.servers[g].name.clone();
-                self.trace.budget(c, &name, now, budget);
+                if self.trace.enabled() {
+                    let budget = cpu
+                        .sched
+                        .server(s)
+                        .ok()
+                        .map(|x| x.budget().as_ns())
+                        .filter(|&b| b != u64::MAX);
+                    self.trace.budget(c, &self.servers[g].name, now, budget);
+                    if let Some(f) = self.wake_flow[th].take() {
+                        self.trace.flow_step(c, now, f, "bh->task", true);
+                    }
+                }
                 Some((th, d.background))
             }
             _ => None,
@@ -1701,8 +1709,12 @@ impl Simulation {
         }
         match job.deliver {
             Deliver::Request { thread, .. } => {
-                self.trace
-                    .flow_step(cpu, now, job.flow + 1, "bh->task", true);
+                // an arrow from the end of the bottom half to the woken
+                // task's next dispatch
+                if self.trace.enabled() {
+                    self.trace.flow_start(cpu, now, job.flow + 1, "bh->task");
+                    self.wake_flow[thread] = Some(job.flow + 1);
+                }
                 self.resume_task(thread)?;
             }
             Deliver::Event => {

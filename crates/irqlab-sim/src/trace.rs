@@ -102,6 +102,14 @@ impl Trace {
         self.events.push(json!({"ph": ph, "bp": "e", "name": name, "cat": "flow", "id": flow, "pid": cpu, "tid": 0, "ts": us(t)}));
     }
 
+    /// Flow arrow start at `t` on `cpu` (e.g. the end of a bottom half).
+    pub fn flow_start(&mut self, cpu: usize, t: u64, flow: u64, name: &str) {
+        if !self.on(t) {
+            return;
+        }
+        self.events.push(json!({"ph": "s", "name": name, "cat": "flow", "id": flow, "pid": cpu, "tid": 0, "ts": us(t)}));
+    }
+
     /// Remaining budget of a server at a dispatch.
     pub fn budget(&mut self, cpu: usize, server_name: &str, t: u64, budget: Option<u64>) {
         if !self.on(t) {
