@@ -19,6 +19,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.demo",
     "irqlab.commands.check",
     "irqlab.commands.simulate",
+    "irqlab.commands.analyze",
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
 ]

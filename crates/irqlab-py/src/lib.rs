@@ -5,6 +5,7 @@
 
 use pyo3::prelude::*;
 
+mod analysis_api;
 mod core_api;
 mod model_api;
 mod sim_api;
@@ -15,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     core_api::register(m)?;
     sim_api::register(m)?;
     model_api::register(m)?;
+    analysis_api::register(m)?;
     register_submodules(m)
 }
 

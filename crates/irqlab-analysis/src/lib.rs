@@ -1,0 +1,18 @@
+//! irqlab-analysis: the papers' analyses.
+//!
+//! * `quest` -- QUEST-VCPU Eq. 1-3 (Liu-Layland with the PIBS term);
+//! * `usb` -- USB-DIFFSERV Eq. 1-3 and the typical-delay variant (Eq. 4-8);
+//! * `rta` -- fixed-priority response-time analysis with release jitter;
+//! * `vint` -- VINT Eq. 1-8, Definitions 1-3 and the budget search;
+//! * `gen` / `sweep` -- generators (UUniFast, VINT Table II) and the
+//!   parallel, deterministic sweeps behind VINT Figures 4-9.
+//!
+//! Design principles: integer nanoseconds and exact arithmetic in the
+//! tests themselves; floats only for utilization sums and reports.
+
+pub mod gen;
+pub mod quest;
+pub mod rta;
+pub mod sweep;
+pub mod usb;
+pub mod vint;

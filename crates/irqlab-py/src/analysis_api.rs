@@ -1,0 +1,154 @@
+//! `irqlab._native.analysis`: the analyses from Python -- QUEST-VCPU Eq. 1,
+//! USB-DIFFSERV Eq. 1-3, and the parallel VINT sweeps (the GIL is released
+//! while they run).
+
+use irqlab_analysis::gen::TableII;
+use irqlab_analysis::{quest, sweep, usb};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// QUEST-VCPU Eq. 1: `main` = [(C, T)], `io` = [U]; returns (demand,
+/// bound, slack, passes).
+#[pyfunction]
+fn quest_eq1(main: Vec<(u64, u64)>, io: Vec<f64>) -> PyResult<(f64, f64, f64, bool)> {
+    if main.iter().any(|&(c, t)| t == 0 || c > t) || io.iter().any(|u| !(*u > 0.0 && *u <= 1.0)) {
+        return Err(PyValueError::new_err(
+            "main: need 0 <= C <= T, T > 0; io: U in (0, 1]",
+        ));
+    }
+    let r = quest::eq1(&main, &io);
+    Ok((r.demand, r.bound, r.slack, r.passes))
+}
+
+/// USB-DIFFSERV typical delay throughput (Eq. 4-8), bytes/s.
+#[pyfunction]
+fn usb_typical_throughput(beta: f64, omega_io: f64, u_io: f64, omega_main: f64) -> PyResult<f64> {
+    if !(u_io > 0.0 && u_io <= 1.0) {
+        return Err(PyValueError::new_err(format!(
+            "u_io: {u_io} must be in (0, 1]"
+        )));
+    }
+    Ok(usb::throughput(
+        beta,
+        usb::typical_latency(omega_io, u_io, omega_main),
+    ))
+}
+
+/// USB-DIFFSERV Eq. 1-2 latency bound (seconds).
+#[pyfunction]
+fn usb_latency_bound(
+    omega_io: f64,
+    u_io: f64,
+    omega_main: f64,
+    c_main: f64,
+    t_main: f64,
+) -> PyResult<f64> {
+    if !(u_io > 0.0 && u_io <= 1.0) || c_main <= 0.0 || t_main <= 0.0 {
+        return Err(PyValueError::new_err(
+            "need u_io in (0, 1], c_main > 0, t_main > 0",
+        ));
+    }
+    Ok(usb::latency_bound(
+        omega_io, u_io, omega_main, c_main, t_main,
+    ))
+}
+
+fn pair(d: &Bound<'_, PyDict>, key: &str, default: (u64, u64)) -> PyResult<(u64, u64)> {
+    match d.get_item(key)? {
+        Some(v) => {
+            let (a, b): (u64, u64) = v
+                .extract()
+                .map_err(|_| PyValueError::new_err(format!("{key}: expected (low_ns, high_ns)")))?;
+            if a > b {
+                return Err(PyValueError::new_err(format!(
+                    "{key}: ({a}, {b}): low above high"
+                )));
+            }
+            Ok((a, b))
+        }
+        None => Ok(default),
+    }
+}
+
+/// VINT sweep: `params` overrides the Table II defaults (ns): keys
+/// `vcpu_period`, `irq_interarrival`, `task_period`, `isr_wcet`,
+/// `virt_isr_wcet`, `dsr_wcet`, `utilization_per_vcpu`. Returns
+/// {"sets", "schedulable": {scheme: n}, "serviceable": {scheme: n}}.
+#[pyfunction]
+#[pyo3(signature = (params, sets, seed=0, pcpus=4, pseudo_ratio=(1, 1), threads=2))]
+fn vint_sweep<'py>(
+    py: Python<'py>,
+    params: &Bound<'py, PyDict>,
+    sets: u64,
+    seed: u64,
+    pcpus: usize,
+    pseudo_ratio: (u64, u64),
+    threads: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let known = [
+        "vcpu_period",
+        "irq_interarrival",
+        "task_period",
+        "isr_wcet",
+        "virt_isr_wcet",
+        "dsr_wcet",
+        "utilization_per_vcpu",
+    ];
+    for k in params.keys() {
+        let k: String = k.extract()?;
+        if !known.contains(&k.as_str()) {
+            return Err(PyValueError::new_err(format!(
+                "params: unknown key {k:?}; known: {}",
+                known.join(", ")
+            )));
+        }
+    }
+    let d = TableII::default();
+    let mut p = TableII {
+        vcpu_period: match params.get_item("vcpu_period")? {
+            Some(v) => v.extract()?,
+            None => d.vcpu_period,
+        },
+        irq_interarrival: pair(params, "irq_interarrival", d.irq_interarrival)?,
+        task_period: pair(params, "task_period", d.task_period)?,
+        isr_wcet: pair(params, "isr_wcet", d.isr_wcet)?,
+        virt_isr_wcet: pair(params, "virt_isr_wcet", d.virt_isr_wcet)?,
+        dsr_wcet: pair(params, "dsr_wcet", d.dsr_wcet)?,
+        ..d
+    };
+    if let Some(u) = params.get_item("utilization_per_vcpu")? {
+        p.utilization_per_vcpu = u.extract()?;
+    }
+    if p.vcpu_period == 0
+        || p.irq_interarrival.0 == 0
+        || pseudo_ratio.1 == 0
+        || pseudo_ratio.0 < pseudo_ratio.1
+    {
+        return Err(PyValueError::new_err(
+            "vcpu_period and interrupt inter-arrival times must be positive; pseudo_ratio >= 1",
+        ));
+    }
+    let c = py.detach(|| sweep::sweep(&p, pcpus, sets, seed, pseudo_ratio, threads));
+    let out = PyDict::new(py);
+    out.set_item("sets", c.sets)?;
+    let sched = PyDict::new(py);
+    let serv = PyDict::new(py);
+    for (n, (name, _, _)) in sweep::SCHEMES.iter().enumerate() {
+        sched.set_item(*name, c.schedulable[n])?;
+        serv.set_item(*name, c.serviceable[n])?;
+    }
+    out.set_item("schedulable", sched)?;
+    out.set_item("serviceable", serv)?;
+    Ok(out)
+}
+
+pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    let m = PyModule::new(parent.py(), "analysis")?;
+    m.add_function(wrap_pyfunction!(quest_eq1, &m)?)?;
+    m.add_function(wrap_pyfunction!(usb_typical_throughput, &m)?)?;
+    m.add_function(wrap_pyfunction!(usb_latency_bound, &m)?)?;
+    m.add_function(wrap_pyfunction!(vint_sweep, &m)?)?;
+    parent.add_submodule(&m)?;
+    Ok(())
+}
