@@ -4,6 +4,8 @@
 //! * `usb` -- USB-DIFFSERV Eq. 1-3 and the typical-delay variant (Eq. 4-8);
 //! * `rta` -- fixed-priority response-time analysis with release jitter;
 //! * `vint` -- VINT Eq. 1-8, Definitions 1-3 and the budget search;
+//! * `prm` -- the periodic resource model's supply-bound function and the
+//!   exact hierarchical fixed-priority test (Shin & Lee);
 //! * `gen` / `sweep` -- generators (UUniFast, VINT Table II) and the
 //!   parallel, deterministic sweeps behind VINT Figures 4-9.
 //!
@@ -11,6 +13,7 @@
 //! tests themselves; floats only for utilization sums and reports.
 
 pub mod gen;
+pub mod prm;
 pub mod quest;
 pub mod rta;
 pub mod sweep;
