@@ -531,6 +531,36 @@ mod tests {
         assert!(!serviceable(&q, 0, &budgets, &[], Replenish::Sporadic));
     }
 
+    /// Eq. 6-7 blocking: a second managed interrupt on the same VCPU with a
+    /// lower-priority pseudo-VCPU (its DSR priority is lower) blocks the
+    /// first by its ISR (8 us per 2 ms): 50 + 8 + 10 + 20 = 88 us. The
+    /// second (ISR 8 + DSR 22 = 30 us) is not blocked (nothing lower) but
+    /// interfered by the first's higher pseudo-VCPU (50 us per 1 ms) and
+    /// the physical ISRs: 30 + 10 + 20 + 50 = 110 us.
+    #[test]
+    fn eq6_blocking_by_hand() {
+        let mut p = small();
+        p.virt.push(VirtIrq {
+            isr: 8 * US,
+            dsr: 22 * US,
+            dsr_prio: 3,
+            period: 2 * MS,
+            prio: 2,
+            vcpu: 0,
+            phys: 1,
+            managed: true,
+        });
+        let pseudo = pseudo_vcpus(&p, 1, 1);
+        assert_eq!(
+            virt_response_vint(&p, 0, &pseudo, Replenish::Sporadic, MS),
+            Some(88 * US)
+        );
+        assert_eq!(
+            virt_response_vint(&p, 1, &pseudo, Replenish::Sporadic, 2 * MS),
+            Some(110 * US)
+        );
+    }
+
     /// Eq. 4: the task of VCPU 1 (1 ms every 100 ms, budget 3 ms / 10 ms):
     /// w = 1 ms + ceil((1 + 3) / 10) * 7 ms = 8 ms -> ceil(11/10) = 2: 15 ms
     /// -> ceil(18/10) = 2: 15 ms.

@@ -120,6 +120,27 @@ fn vint_sweep<'py>(
     if let Some(u) = params.get_item("utilization_per_vcpu")? {
         p.utilization_per_vcpu = u.extract()?;
     }
+    for (key, field) in [
+        ("vcpus", &mut p.vcpus),
+        ("phys_per_pcpu", &mut p.phys_per_pcpu),
+        ("virt_per_vcpu", &mut p.virt_per_vcpu),
+        ("tasks_per_vcpu", &mut p.tasks_per_vcpu),
+    ] {
+        if let Some(v) = params.get_item(key)? {
+            *field = v.extract()?;
+        }
+    }
+    if p.vcpus == 0 || p.tasks_per_vcpu == 0 || p.phys_per_pcpu == 0 {
+        return Err(PyValueError::new_err(
+            "vcpus, tasks_per_vcpu and phys_per_pcpu must be positive",
+        ));
+    }
+    if !(p.utilization_per_vcpu > 0.0 && p.utilization_per_vcpu <= 1.0) {
+        return Err(PyValueError::new_err(format!(
+            "utilization_per_vcpu: {} must be in (0, 1]",
+            p.utilization_per_vcpu
+        )));
+    }
     if p.vcpu_period == 0
         || p.irq_interarrival.0 == 0
         || pseudo_ratio.1 == 0
