@@ -94,6 +94,10 @@ fn vint_sweep<'py>(
         "virt_isr_wcet",
         "dsr_wcet",
         "utilization_per_vcpu",
+        "vcpus",
+        "phys_per_pcpu",
+        "virt_per_vcpu",
+        "tasks_per_vcpu",
     ];
     for k in params.keys() {
         let k: String = k.extract()?;
