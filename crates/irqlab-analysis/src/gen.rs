@@ -9,56 +9,8 @@
 
 use crate::vint::{Pcpu, PhysIrq, Task, Vcpu, VirtIrq};
 
-/// SplitMix64.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    /// Independent stream `i` of `seed`.
-    pub fn stream(seed: u64, i: u64) -> Rng {
-        let mut r = Rng(seed ^ i.wrapping_mul(0xD1B5_4A32_D192_ED03));
-        r.next_u64();
-        r
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1).
-    pub fn unit(&mut self) -> f64 {
-        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    /// Uniform integer in [lo, hi].
-    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo {
-            return lo;
-        }
-        lo + self.next_u64() % (hi - lo + 1)
-    }
-    /// Log-uniform integer in [lo, hi].
-    pub fn log_uniform(&mut self, lo: u64, hi: u64) -> u64 {
-        if hi <= lo || lo == 0 {
-            return lo.max(1);
-        }
-        let (a, b) = ((lo as f64).ln(), (hi as f64).ln());
-        ((a + (b - a) * self.unit()).exp().round() as u64).clamp(lo, hi)
-    }
-    /// A random permutation of 0..n.
-    pub fn permutation(&mut self, n: usize) -> Vec<usize> {
-        let mut v: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            let j = (self.next_u64() % (i as u64 + 1)) as usize;
-            v.swap(i, j);
-        }
-        v
-    }
-}
+/// The deterministic PRNG of the generators (irqlab-core's SplitMix64).
+pub type Rng = irqlab_core::rng::SplitMix64;
 
 /// UUniFast (Bini & Buttazzo): `n` utilizations summing to `total`,
 /// uniformly distributed.

@@ -23,6 +23,7 @@ pub mod periodic;
 pub mod pibs;
 mod prio_index;
 pub mod recorder;
+pub mod rng;
 pub mod scheduler;
 pub mod server;
 pub mod sporadic;

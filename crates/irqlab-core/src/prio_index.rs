@@ -36,13 +36,6 @@ pub struct PrioIndex {
     len: usize,
 }
 
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    x ^ (x >> 31)
-}
-
 impl Default for PrioIndex {
     fn default() -> PrioIndex {
         PrioIndex::new()
@@ -149,7 +142,7 @@ impl PrioIndex {
         self.nodes[id] = Node {
             key,
             time,
-            heap: splitmix(id as u64),
+            heap: crate::rng::mix((id as u64).wrapping_add(0x9E37_79B9_7F4A_7C15)),
             left: NIL,
             right: NIL,
             min: time,

@@ -12,7 +12,6 @@ pub mod error;
 pub mod lower;
 pub mod machine;
 pub mod metrics;
-mod rng;
 pub mod trace;
 
 pub use config::SimConfig;

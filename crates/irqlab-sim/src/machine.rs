@@ -21,6 +21,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use irqlab_core::rng::SplitMix64;
 use irqlab_core::{
     Cbs, DeferrableServer, Inherit, LatencyRecorder, Nanos, Pibs, PollingServer, Scheduler, Server,
     ServerId, ServerPolicy, ServerPriority, SporadicServer, ThreadId, ThreadPolicy, Unbounded,
@@ -32,7 +33,6 @@ use crate::config::{
 };
 use crate::error::SimError;
 use crate::metrics::{CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics};
-use crate::rng::SplitMix64;
 use crate::trace::Trace;
 
 const MAX_COMPLETIONS: usize = 10_000;
