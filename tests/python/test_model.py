@@ -126,3 +126,30 @@ def test_shipped_scenarios_equal_the_experiments() -> None:
         yaml_cfg["duration"] = 500_000_000
         assert json.dumps(simulate(yaml_cfg).metrics, sort_keys=True) == json.dumps(
             simulate(cfg).metrics, sort_keys=True), name
+
+
+def _config(module: str, *args: object) -> dict:
+    import importlib
+
+    return importlib.import_module(f"irqlab.experiments.{module}").config(*args)
+
+
+@pytest.mark.parametrize(
+    ("name", "module", "args", "duration"),
+    [
+        ("usb-throughput", "usb_throughput", (4, 10**10), 10**9),
+        ("usb-roundtrip", "usb_roundtrip", (2, 10**10), 10**9),
+        # long enough to cover the mode change at 10 s / the flood at 50 s
+        ("usb-mode-change", "usb_mode_change", (2 * 10**10, 10**9), 11 * 10**9),
+        ("quest-pibs-vs-ss", "quest_pibs_vs_ss", ("pibs", 10**11, 5 * 10**9), 51 * 10**9),
+    ],
+)
+def test_more_scenarios_equal_the_experiments(name: str, module: str, args: tuple,
+                                              duration: int) -> None:
+    cfg = _config(module, *args)
+    yaml_cfg = load(scenario_path(name)).sim_config
+    for c in (cfg, yaml_cfg):
+        c["duration"] = duration  # equality, not the figures, is tested
+    a, b = simulate(yaml_cfg).metrics, simulate(cfg).metrics
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert sum(d["handled"] for d in a["devices"]) > 0
