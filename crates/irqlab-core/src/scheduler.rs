@@ -179,6 +179,9 @@ pub struct Scheduler {
     timers: BTreeSet<(Nanos, usize)>,
     current: Option<Current>,
     t_prev: Nanos,
+    /// Time since `t_prev` taken from the running server by someone else
+    /// (a hypervisor's ISRs): not charged at the next `schedule`.
+    stolen: Nanos,
     last_now: Nanos,
     seq: u64,
     stats: SchedStats,
@@ -373,8 +376,9 @@ impl Scheduler {
     pub fn schedule(&mut self, now: Nanos) -> Result<Dispatch, CoreError> {
         self.check_time(now)?;
         self.stats.schedule_calls += 1;
-        // Lines 1-2: charge the elapsed time to the current VCPU.
-        let dt = now - self.t_prev;
+        // Lines 1-2: charge the elapsed time to the current VCPU (less what
+        // was taken from it, see `exclude`).
+        let dt = (now - self.t_prev) - core::mem::take(&mut self.stolen);
         let prev = self.current.take();
         if let Some(cur) = prev {
             let runnable = self.servers[cur.server].runq.len() > 0;
@@ -484,6 +488,16 @@ impl Scheduler {
             background,
             next_update: next,
         })
+    }
+
+    /// Time `d` of the current slice was taken from the running server by
+    /// someone else -- a hypervisor's physical ISR, which VINT §III charges
+    /// to the hypervisor, not to the interrupted VCPU: the next `schedule`
+    /// does not charge it. No effect when the CPU is idle.
+    pub fn exclude(&mut self, d: Nanos) {
+        if self.current.is_some() {
+            self.stolen += d;
+        }
     }
 
     /// QUEST-VCPU Alg. 2 `wakeup` of a thread. `inherit_period` is the

@@ -323,3 +323,22 @@ fn invalid_calls_are_errors() {
         )
         .is_err());
 }
+
+/// `exclude`: time taken by a hypervisor ISR is not charged. A 5/10
+/// sporadic server runs from 0; 3 units of ISR happen inside [0, 6): at 6
+/// only 3 units are charged, so 2 of its 5 remain.
+#[test]
+fn excluded_time_is_not_charged() {
+    let mut s = Scheduler::new();
+    let (v, t) = add(&mut s, "vcpu", ss(5, 10));
+    s.wakeup(Nanos(0), t, None).unwrap();
+    s.schedule(Nanos(0)).unwrap();
+    s.exclude(Nanos(3));
+    let d = s.schedule(Nanos(6)).unwrap();
+    assert_eq!(d.server, Some(v));
+    assert_eq!(
+        irqlab_core::ServerPolicy::budget(s.server(v).unwrap()),
+        Nanos(2)
+    );
+    assert_eq!(d.next_update, Some(Nanos(8)));
+}
