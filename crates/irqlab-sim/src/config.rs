@@ -30,6 +30,11 @@ pub enum InterruptPath {
     /// per-CPU ksoftirqd thread. With `threaded_bh` (PREEMPT_RT forced
     /// threading) every bottom half runs in that thread.
     Linux,
+    /// A hypervisor (VINT §III): physical ISRs run at arrival, nested by
+    /// priority, charged to the hypervisor; each then injects its virtual
+    /// interrupts (`virqs`) into their VCPUs (or, managed by vINT, their
+    /// pseudo-VCPUs), where the guest ISR and the DSR task run.
+    Hypervisor,
 }
 
 /// Parameters of the `linux` interrupt path.
@@ -365,6 +370,10 @@ fn default_ring() -> usize {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DeviceCfg {
     pub name: String,
+    /// Priority of its interrupt handler: a higher-priority ISR preempts a
+    /// lower one (equal priorities run in arrival order).
+    #[serde(default)]
+    pub irq_priority: u32,
     /// CPU that takes the interrupt.
     #[serde(default)]
     pub cpu: usize,
@@ -376,6 +385,47 @@ pub struct DeviceCfg {
     pub omega_main: u64,
     #[serde(flatten)]
     pub kind: DeviceKind,
+}
+
+/// A vINT pseudo-VCPU (VINT §V-A): its own budget and priority for one
+/// virtual interrupt; `budget` is usually VINT Eq. 1 or 2.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PseudoCfg {
+    /// Deferrable (`deferrable: true`) or sporadic replenishment.
+    #[serde(default)]
+    pub deferrable: bool,
+    pub budget: u64,
+    pub period: u64,
+    /// Rank (smaller is more urgent); it must be above every regular VCPU.
+    pub rank: u64,
+}
+
+/// A virtual interrupt (VINT §III): injected into VCPU `vcpu` when the ISR
+/// of physical interrupt `phys` (a device) completes; the guest ISR (`isr`
+/// plus the trapped EOI `eoi`) runs above every task of the VCPU, then the
+/// DSR task (`dsr` at `dsr_priority`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VirqCfg {
+    pub name: String,
+    pub phys: usize,
+    pub vcpu: usize,
+    pub isr: u64,
+    #[serde(default)]
+    pub eoi: u64,
+    pub dsr: u64,
+    pub dsr_priority: u32,
+    /// Priority among the virtual interrupts of the VCPU.
+    #[serde(default)]
+    pub priority: u32,
+    /// Minimum inter-arrival time (for the injection counter and
+    /// serviceability); defaults to the physical interrupt's.
+    #[serde(default)]
+    pub min_interarrival: Option<u64>,
+    /// Managed by vINT: its pseudo-VCPU.
+    #[serde(default)]
+    pub pseudo: Option<PseudoCfg>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -466,6 +516,12 @@ pub struct SimConfig {
     pub classes: Vec<ClassCfg>,
     #[serde(default)]
     pub xhci: Vec<XhciCfg>,
+    #[serde(default)]
+    pub virqs: Vec<VirqCfg>,
+    /// Cost of the inter-processor interrupt that delivers a virtual
+    /// interrupt to a VCPU on another CPU (VINT §III).
+    #[serde(default)]
+    pub ipi: u64,
     #[serde(default)]
     pub linux: LinuxCfg,
     #[serde(default)]
@@ -735,7 +791,53 @@ impl SimConfig {
                 }
             }
         }
+        if !self.virqs.is_empty() && self.path != InterruptPath::Hypervisor {
+            return Err(bad(
+                "virqs".into(),
+                self.virqs.len(),
+                "virtual interrupts need path: hypervisor",
+            ));
+        }
+        for (i, v) in self.virqs.iter().enumerate() {
+            if !matches!(
+                self.devices.get(v.phys).map(|d| &d.kind),
+                Some(DeviceKind::Generic { .. })
+            ) {
+                return Err(bad(
+                    format!("virqs[{i}].phys"),
+                    v.phys,
+                    "must be a generic device (the physical interrupt)",
+                ));
+            }
+            if v.vcpu >= nsrv {
+                return Err(bad(format!("virqs[{i}].vcpu"), v.vcpu, "no such server"));
+            }
+            if v.min_interarrival == Some(0) {
+                return Err(bad(
+                    format!("virqs[{i}].min_interarrival"),
+                    0,
+                    "must be positive",
+                ));
+            }
+            if let Some(p) = &v.pseudo {
+                if p.period == 0 || p.budget == 0 || p.budget > p.period {
+                    return Err(bad(
+                        format!("virqs[{i}].pseudo.budget"),
+                        p.budget,
+                        &format!("must be positive and at most the period {}", p.period),
+                    ));
+                }
+            }
+        }
         for (i, d) in self.devices.iter().enumerate() {
+            if self.path == InterruptPath::Hypervisor
+                && matches!(d.kind, DeviceKind::Generic { .. })
+            {
+                if d.cpu >= self.cpus {
+                    return Err(bad(format!("devices[{i}].cpu"), d.cpu, "no such CPU"));
+                }
+                continue; // a physical interrupt: its handling is its virqs
+            }
             if d.class >= self.classes.len() {
                 return Err(bad(format!("devices[{i}].class"), d.class, "no such class"));
             }

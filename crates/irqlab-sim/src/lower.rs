@@ -239,6 +239,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         };
         devices.push(DeviceCfg {
             name: d.name.clone(),
+            irq_priority: 0,
             cpu: d.cpu as usize,
             class: class_idx(class, &format!("{path}.class"))?,
             omega_main: ns(d.omega_main),
@@ -327,6 +328,8 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         devices,
         classes: class_cfgs,
         xhci,
+        virqs: Vec::new(),
+        ipi: 0,
         linux,
         trace: TraceCfg {
             enabled: s.trace,

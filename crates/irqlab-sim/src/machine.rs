@@ -32,7 +32,9 @@ use crate::config::{
     ArrivalCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig, MICROFRAME_NS,
 };
 use crate::error::SimError;
-use crate::metrics::{CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics};
+use crate::metrics::{
+    CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics, VirqMetrics,
+};
 use crate::trace::Trace;
 
 const MAX_COMPLETIONS: usize = 10_000;
@@ -61,6 +63,10 @@ enum EvKind {
     },
     UsbDone {
         device: usize,
+    },
+    /// A vINT injection credit comes back (VINT §V-B counter).
+    VirqCredit {
+        virq: usize,
     },
     XhciIrq {
         controller: usize,
@@ -112,6 +118,29 @@ enum Deliver {
     Event,
     /// A disk request: wake this thread.
     Request { thread: usize },
+    /// The guest ISR of virtual interrupt `virq` ended: activate its DSR.
+    VirqIsr(usize),
+    /// The DSR of virtual interrupt `virq` ended: the flow is handled.
+    VirqDsr(usize),
+}
+
+/// Run-time state of a virtual interrupt (VINT §III, §V).
+struct VirqState {
+    isr_thread: usize,
+    dsr_thread: usize,
+    /// Minimum inter-arrival times of the physical and virtual interrupt.
+    min_interarrival: u64,
+    /// vINT injection counter, its maximum, and delayed injections.
+    counter: u64,
+    max: u64,
+    pending: VecDeque<u64>,
+    refill_posted: bool,
+    arrivals: u64,
+    injected: u64,
+    delayed: u64,
+    handled: u64,
+    serviceable: u64,
+    handling: LatencyRecorder,
 }
 
 #[derive(Clone, Debug)]
@@ -132,6 +161,8 @@ enum IsrSource {
     Device(usize),
     /// Controller and interrupter (MSI vector `msi_base + interrupter`).
     Xhci(usize, usize),
+    /// The IPI delivering virtual interrupt `virq` (physical arrival time).
+    Ipi(usize, u64),
 }
 
 /// The softirq context of one CPU (`linux` path).
@@ -198,6 +229,8 @@ struct Isr {
     remaining: u64,
     started: u64,
     jobs: Vec<BhJob>,
+    /// Higher preempts lower (nested interrupts).
+    priority: u32,
 }
 
 struct Cpu {
@@ -297,6 +330,7 @@ pub struct Simulation {
     /// Bottom-half thread of each class (`usize::MAX`: none).
     class_bh: Vec<usize>,
     xhci: Vec<XhciState>,
+    virqs: Vec<VirqState>,
     dirty: Vec<bool>,
     rng: SplitMix64,
     trace: Trace,
@@ -475,12 +509,15 @@ impl Simulation {
                     .consumer
                     .map(|t| cfg.tasks[t].server)
                     .or_else(|| first_requester(&cfg, i)),
-                InterruptPath::Linux => None,
+                InterruptPath::Linux | InterruptPath::Hypervisor => None,
             };
             let Some(server) = home else {
-                // No bottom-half thread: the linux path (softirq), or a
-                // class nothing uses (validated by `SimConfig::check`).
-                if cfg.path == InterruptPath::Linux || !cfg.class_used(i) {
+                // No bottom-half thread: the linux path (softirq), the
+                // hypervisor path (virtual interrupts instead), or a class
+                // nothing uses (validated by `SimConfig::check`).
+                if matches!(cfg.path, InterruptPath::Linux | InterruptPath::Hypervisor)
+                    || !cfg.class_used(i)
+                {
                     class_bh.push(usize::MAX);
                     continue;
                 }
@@ -600,6 +637,107 @@ impl Simulation {
                 });
             }
         }
+        // Virtual interrupts: a guest ISR thread (above every task) and a
+        // DSR thread, in the VCPU -- or, managed by vINT, in their own
+        // pseudo-VCPU server (VINT §V-A/B: the VCPU then runs on the
+        // pseudo-VCPU's budget and priority).
+        let mut virqs = Vec::new();
+        for (k, v) in cfg.virqs.iter().enumerate() {
+            let cpu = cfg.servers[v.vcpu].cpu;
+            let phys_min = match cfg.devices[v.phys].kind {
+                DeviceKind::Generic {
+                    min_interarrival, ..
+                } => min_interarrival,
+                _ => 0,
+            };
+            let t_vi = v.min_interarrival.unwrap_or(phys_min);
+            let (server, max) = match &v.pseudo {
+                None => (v.vcpu, 0),
+                Some(p) => {
+                    let srv = if p.deferrable {
+                        Server::Deferrable(
+                            DeferrableServer::new(
+                                Nanos(p.budget),
+                                Nanos(p.period),
+                                ServerPriority::Rank(p.rank),
+                                Nanos(0),
+                            )
+                            .map_err(core_err(|| format!("virqs[{k}].pseudo")))?,
+                        )
+                    } else {
+                        Server::Sporadic(
+                            SporadicServer::new(
+                                Nanos(p.budget),
+                                Nanos(p.period),
+                                irqlab_core::DEFAULT_MAX_REPL,
+                                ServerPriority::Rank(p.rank),
+                                false,
+                                Nanos(0),
+                            )
+                            .map_err(core_err(|| format!("virqs[{k}].pseudo")))?,
+                        )
+                    };
+                    let name = format!("{}.pseudo", v.name);
+                    let local = cpus[cpu]
+                        .sched
+                        .add_server(name.clone(), srv, ThreadPolicy::FixedPriority)
+                        .map_err(core_err(|| format!("virqs[{k}].pseudo")))?;
+                    cpus[cpu].servers.push(servers.len());
+                    servers.push(ServerInfo {
+                        name,
+                        cpu,
+                        local,
+                        period: Some(p.period),
+                        busy: 0,
+                        background: 0,
+                        windows: vec![0; nwin],
+                        queue_max: 0,
+                        queue_sum: 0,
+                        queue_samples: 0,
+                        ops_seen: 0,
+                    });
+                    // the counter's maximum: ceil(T_p / T_i) (VINT §V-B)
+                    (servers.len() - 1, p.period.div_ceil(t_vi.max(1)))
+                }
+            };
+            let mut mk = |name: String, prio: u32| -> Result<usize, SimError> {
+                let core = cpus[cpu]
+                    .sched
+                    .add_thread(name.clone(), servers[server].local, prio)
+                    .map_err(core_err(|| format!("virqs[{k}]")))?;
+                cpus[cpu].threads.push(threads.len());
+                threads.push(Thread {
+                    name,
+                    cpu,
+                    server,
+                    core,
+                    remaining: 0,
+                    active: false,
+                    kind: Kind::BottomHalf {
+                        queue: VecDeque::new(),
+                        current: None,
+                    },
+                });
+                Ok(threads.len() - 1)
+            };
+            let isr_thread = mk(format!("{}.isr", v.name), 1_000_000 + v.priority)?;
+            let dsr_thread = mk(format!("{}.dsr", v.name), v.dsr_priority)?;
+            virqs.push(VirqState {
+                isr_thread,
+                dsr_thread,
+                min_interarrival: phys_min.min(t_vi.max(1)),
+                counter: max,
+                max,
+                pending: VecDeque::new(),
+                refill_posted: false,
+                arrivals: 0,
+                injected: 0,
+                delayed: 0,
+                handled: 0,
+                serviceable: 0,
+                handling: LatencyRecorder::new(0, None),
+            });
+        }
         let devices = cfg
             .devices
             .iter()
@@ -644,6 +782,7 @@ impl Simulation {
             tasks,
             class_bh,
             xhci,
+            virqs,
             dirty: vec![true; ncpu],
             rng: SplitMix64::new(seed),
             wake_flow: vec![None; nthreads],
@@ -804,6 +943,7 @@ impl Simulation {
                 }
             }
             EvKind::UsbDone { device } => self.usb_done(device),
+            EvKind::VirqCredit { virq } => self.virq_credit(virq)?,
             EvKind::XhciIrq {
                 controller,
                 interrupter,
@@ -835,6 +975,10 @@ impl Simulation {
         if let Some(isr) = cpu.isrs.front_mut() {
             isr.remaining = isr.remaining.saturating_sub(dt);
             cpu.metrics.isr_ns += dt;
+            if self.cfg.path == InterruptPath::Hypervisor {
+                // physical ISRs are the hypervisor's time (VINT §III)
+                cpu.sched.exclude(Nanos(dt));
+            }
             return;
         }
         if let Some((_, rem)) = cpu.softirq.current.as_mut() {
@@ -915,6 +1059,7 @@ impl Simulation {
                         let xc = &self.cfg.xhci[x];
                         format!("{} MSI {}", xc.name, xc.msi_base as usize + it)
                     }
+                    IsrSource::Ipi(v, _) => format!("IPI {}", self.cfg.virqs[v].name),
                 };
                 let flow = isr.jobs.first().map_or(0, |j| j.flow);
                 self.trace.isr(c, &name, isr.started, now, flow);
@@ -922,6 +1067,13 @@ impl Simulation {
             self.cpus[c].seg_start = now;
             for job in isr.jobs {
                 self.route_bh(c, job)?;
+            }
+            match isr.source {
+                IsrSource::Device(d) if self.cfg.path == InterruptPath::Hypervisor => {
+                    self.virqs_after_isr(c, d, isr.started)?
+                }
+                IsrSource::Ipi(v, arrival) => self.inject(v, arrival)?,
+                _ => {}
             }
             self.cpus[c].need_resched = true;
         }
@@ -1311,8 +1463,10 @@ impl Simulation {
         let served = request
             .map(|(t, _)| t)
             .or_else(|| {
-                self.cfg.classes[class]
-                    .consumer
+                self.cfg
+                    .classes
+                    .get(class)
+                    .and_then(|c| c.consumer)
                     .map(|k| self.tasks[k].thread)
             })
             .or_else(|| self.devices[d].waiters.front().copied())
@@ -1342,18 +1496,131 @@ impl Simulation {
             self.devices[d].in_ring += 1;
         }
         self.devices[d].interrupts += 1;
-        let c = dev.cpu;
+        let (c, priority) = (dev.cpu, dev.irq_priority);
+        // on the hypervisor path a physical interrupt's handling is its
+        // virtual interrupts, injected when its ISR completes
+        let jobs = if self.cfg.path == InterruptPath::Hypervisor {
+            Vec::new()
+        } else {
+            vec![job]
+        };
+        self.push_isr(
+            c,
+            Isr {
+                source: IsrSource::Device(d),
+                remaining: top,
+                started: now,
+                jobs,
+                priority,
+            },
+        );
+    }
+
+    /// A top half arrives on CPU `c`: it runs before every ISR of lower
+    /// priority (preempting the running one), after those of equal or
+    /// higher priority (nested interrupts, VINT §III).
+    fn push_isr(&mut self, c: usize, isr: Isr) {
         self.touch(c);
-        let was_idle_of_isr = self.cpus[c].isrs.is_empty();
-        if was_idle_of_isr {
+        if self.cpus[c].isrs.is_empty() {
             self.close_segment(c);
         }
-        self.cpus[c].isrs.push_back(Isr {
-            source: IsrSource::Device(d),
-            remaining: top,
-            started: now,
-            jobs: vec![job],
-        });
+        let q = &mut self.cpus[c].isrs;
+        let pos = q
+            .iter()
+            .position(|x| x.priority < isr.priority)
+            .unwrap_or(q.len());
+        q.insert(pos, isr);
+    }
+
+    // ---- hypervisor and vINT (VINT §III, §V) ---------------------------
+
+    /// The ISR of physical interrupt `d` on CPU `c` completed: deliver its
+    /// virtual interrupts, through an IPI when the VCPU is on another CPU.
+    fn virqs_after_isr(&mut self, c: usize, d: usize, arrival: u64) -> Result<(), SimError> {
+        for v in 0..self.cfg.virqs.len() {
+            if self.cfg.virqs[v].phys != d {
+                continue;
+            }
+            self.virqs[v].arrivals += 1;
+            let target = self.cfg.servers[self.cfg.virqs[v].vcpu].cpu;
+            if target != c && self.cfg.ipi > 0 {
+                let priority = u32::MAX; // IPIs above device interrupts
+                self.push_isr(
+                    target,
+                    Isr {
+                        source: IsrSource::Ipi(v, arrival),
+                        remaining: self.cfg.ipi,
+                        started: self.now,
+                        jobs: Vec::new(),
+                        priority,
+                    },
+                );
+            } else {
+                self.inject(v, arrival)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Inject virtual interrupt `v` (physical arrival `arrival`): with vINT
+    /// only while its counter is above zero, else the injection waits for a
+    /// credit (VINT §V-B).
+    fn inject(&mut self, v: usize, arrival: u64) -> Result<(), SimError> {
+        let managed = self.cfg.virqs[v].pseudo.clone();
+        if let Some(p) = managed {
+            let st = &mut self.virqs[v];
+            if st.counter == 0 {
+                st.pending.push_back(arrival);
+                st.delayed += 1;
+                return Ok(());
+            }
+            st.counter -= 1;
+            let now = self.now;
+            if p.deferrable {
+                // full refill at the next period boundary of the pseudo-VCPU
+                if !st.refill_posted {
+                    st.refill_posted = true;
+                    let at = (now / p.period + 1) * p.period;
+                    self.post(at, EvKind::VirqCredit { virq: v });
+                }
+            } else {
+                // one credit back one period after its use
+                self.post(now + p.period, EvKind::VirqCredit { virq: v });
+            }
+        }
+        self.virqs[v].injected += 1;
+        let cfg = &self.cfg.virqs[v];
+        let job = BhJob {
+            device: cfg.phys,
+            work: cfg.isr + cfg.eoi,
+            arrival,
+            period: None,
+            deliver: Deliver::VirqIsr(v),
+            flow: 0,
+            target: Some(self.virqs[v].isr_thread),
+        };
+        let t = self.virqs[v].isr_thread;
+        self.enqueue_bh(t, job)
+    }
+
+    fn virq_credit(&mut self, v: usize) -> Result<(), SimError> {
+        let Some(p) = self.cfg.virqs[v].pseudo.clone() else {
+            return Ok(());
+        };
+        let st = &mut self.virqs[v];
+        if p.deferrable {
+            st.refill_posted = false;
+            st.counter = st.max;
+        } else {
+            st.counter = (st.counter + 1).min(st.max);
+        }
+        while self.virqs[v].counter > 0 {
+            let Some(arrival) = self.virqs[v].pending.pop_front() else {
+                break;
+            };
+            self.inject(v, arrival)?;
+        }
+        Ok(())
     }
 
     /// Hand a bottom-half job to its thread, or to the softirq context.
@@ -1369,7 +1636,12 @@ impl Simulation {
     fn bh_target_class(&self, class: usize, cpu: usize) -> Option<usize> {
         match self.cfg.path {
             InterruptPath::Linux => self.linux_target(cpu),
-            _ => Some(self.class_bh[class]).filter(|&t| t != usize::MAX),
+            InterruptPath::Hypervisor => None,
+            _ => self
+                .class_bh
+                .get(class)
+                .copied()
+                .filter(|&t| t != usize::MAX),
         }
     }
 
@@ -1551,7 +1823,7 @@ impl Simulation {
         let class = self.cfg.xhci[controller].interrupters[it].class;
         let period = self.servers[self.threads[thread].server].period;
         let target = match self.cfg.path {
-            InterruptPath::Quest => Some(self.xhci[controller].bh[it]),
+            InterruptPath::Quest | InterruptPath::Hypervisor => Some(self.xhci[controller].bh[it]),
             InterruptPath::QuestNoIovcpu => Some(self.class_bh[class]),
             InterruptPath::Linux => self.linux_target(self.cfg.xhci[controller].cpu),
         }
@@ -1609,16 +1881,17 @@ impl Simulation {
         }
         self.xhci[x].last_irq[it] = Some(now);
         let jobs: Vec<BhJob> = self.xhci[x].rings[it].drain(..).collect();
-        self.touch(c);
-        if self.cpus[c].isrs.is_empty() {
-            self.close_segment(c);
-        }
-        self.cpus[c].isrs.push_back(Isr {
-            source: IsrSource::Xhci(x, it),
-            remaining: self.cfg.xhci[x].top_half,
-            started: now,
-            jobs,
-        });
+        let remaining = self.cfg.xhci[x].top_half;
+        self.push_isr(
+            c,
+            Isr {
+                source: IsrSource::Xhci(x, it),
+                remaining,
+                started: now,
+                jobs,
+                priority: 0,
+            },
+        );
     }
 
     fn enqueue_bh(&mut self, t: usize, job: BhJob) -> Result<(), SimError> {
@@ -1670,6 +1943,31 @@ impl Simulation {
     /// `cpu`): account it and deliver its result.
     fn deliver(&mut self, cpu: usize, job: BhJob) -> Result<(), SimError> {
         let now = self.now;
+        match job.deliver {
+            Deliver::VirqIsr(v) => {
+                // the guest ISR ended (its EOI trapped): activate the DSR
+                let t = self.virqs[v].dsr_thread;
+                let dsr = BhJob {
+                    work: self.cfg.virqs[v].dsr,
+                    deliver: Deliver::VirqDsr(v),
+                    target: Some(t),
+                    ..job
+                };
+                return self.enqueue_bh(t, dsr);
+            }
+            Deliver::VirqDsr(v) => {
+                // Definition 2: physical arrival to the end of ISR and DSR
+                let st = &mut self.virqs[v];
+                let h = now - job.arrival;
+                st.handled += 1;
+                st.handling.record(Nanos(h));
+                if h <= st.min_interarrival {
+                    st.serviceable += 1; // Definition 3
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
         let d = job.device;
         let bytes = match &self.cfg.devices[d].kind {
             DeviceKind::Nic { bytes, .. } => *bytes,
@@ -1717,6 +2015,7 @@ impl Simulation {
                 }
                 self.resume_task(thread)?;
             }
+            Deliver::VirqIsr(_) | Deliver::VirqDsr(_) => {} // handled above
             Deliver::Event => {
                 // ping -f: the reply makes the next request come `rtt` later
                 if let DeviceKind::Nic {
@@ -1845,7 +2144,22 @@ impl Simulation {
             InterruptPath::Quest => "quest",
             InterruptPath::QuestNoIovcpu => "quest-no-iovcpu",
             InterruptPath::Linux => "linux",
+            InterruptPath::Hypervisor => "hypervisor",
         };
+        let virqs = self
+            .virqs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| VirqMetrics {
+                name: self.cfg.virqs[i].name.clone(),
+                arrivals: v.arrivals,
+                injected: v.injected,
+                delayed_injections: v.delayed,
+                handled: v.handled,
+                serviceable: v.serviceable,
+                handling: Dist::from_recorder(&v.handling),
+            })
+            .collect();
         let m = Metrics {
             duration_ns: dur,
             seed: self.cfg.seed,
@@ -1856,6 +2170,7 @@ impl Simulation {
             servers,
             tasks,
             devices,
+            virqs,
         };
         (m, self.trace.to_json())
     }

@@ -104,6 +104,23 @@ pub struct DeviceMetrics {
     pub handling: Dist,
 }
 
+/// A virtual interrupt's flows (VINT Definitions 1-3).
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct VirqMetrics {
+    pub name: String,
+    /// Physical interrupts that led to it.
+    pub arrivals: u64,
+    pub injected: u64,
+    /// Injections delayed because the vINT counter was empty.
+    pub delayed_injections: u64,
+    /// Flows completed (ISR and DSR done).
+    pub handled: u64,
+    /// Flows within the minimum inter-arrival time (Definition 3).
+    pub serviceable: u64,
+    /// Total interrupt handling time (Definition 2).
+    pub handling: Dist,
+}
+
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct Metrics {
     pub duration_ns: u64,
@@ -115,4 +132,5 @@ pub struct Metrics {
     pub servers: Vec<ServerMetrics>,
     pub tasks: Vec<TaskMetrics>,
     pub devices: Vec<DeviceMetrics>,
+    pub virqs: Vec<VirqMetrics>,
 }

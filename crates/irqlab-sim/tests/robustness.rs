@@ -195,7 +195,8 @@ fn config() -> impl Strategy<Value = SimConfig> {
     let path = prop_oneof![
         Just(InterruptPath::Quest),
         Just(InterruptPath::QuestNoIovcpu),
-        Just(InterruptPath::Linux)
+        Just(InterruptPath::Linux),
+        Just(InterruptPath::Hypervisor)
     ];
     let defect = prop_oneof![3 => Just(None), 1 => (0u8..6).prop_map(Some)];
     let ints = proptest::collection::vec(0usize..4, 1..4);
@@ -258,6 +259,7 @@ fn config() -> impl Strategy<Value = SimConfig> {
                         .enumerate()
                         .map(|(i, (class, kind))| DeviceCfg {
                             name: format!("d{i}"),
+                            irq_priority: (i % 3) as u32,
                             cpu: 0,
                             class: class % nc,
                             omega_main: 5 * US,
@@ -305,6 +307,8 @@ fn config() -> impl Strategy<Value = SimConfig> {
                             .collect(),
                         random_frame_phase: true,
                     }],
+                    virqs: vec![],
+                    ipi: 0,
                     linux: Default::default(),
                     trace: Default::default(),
                     overhead: Default::default(),
