@@ -46,3 +46,12 @@ def test_reduced_figures_hold(name: str, tmp_path: Path) -> None:
     r = experiments.run(name, tmp_path, quick=True)
     assert all(c.holds for c in r.checks), [(c.claim, c.irqlab) for c in r.checks]
     assert any(f.endswith(".csv") for f in r.files)
+
+
+def test_vint_case_storm_protects_the_decoder(tmp_path: Path) -> None:
+    r = experiments.run("vint-case-storm", tmp_path, quick=True)
+    fps = r.data["fps"]
+    # vINT bounds the storm by its pseudo-VCPU: the decoder keeps its 30 fps
+    assert all(v == pytest.approx(30.0, abs=0.6) for v in fps["vINT"])
+    # without vINT the storm eats the VCPU's budget
+    assert all(b < q for b, q in zip(fps["Baseline"], fps["Baseline, no storm"], strict=True))
