@@ -55,3 +55,12 @@ def test_vint_case_storm_protects_the_decoder(tmp_path: Path) -> None:
     assert all(v == pytest.approx(30.0, abs=0.6) for v in fps["vINT"])
     # without vINT the storm eats the VCPU's budget
     assert all(b < q for b, q in zip(fps["Baseline"], fps["Baseline, no storm"], strict=True))
+
+
+def test_vint_case_rtt(tmp_path: Path) -> None:
+    r = experiments.run("vint-case-rtt", tmp_path, quick=True)
+    f = r.data["within_200us"]
+    # vINT serves the receiver on the pseudo-VCPU's budget and priority
+    assert f["vINT"] >= 99.0
+    # Baseline: only while the VCPU still has budget (about 40 % of the time)
+    assert 30.0 <= f["Baseline"] <= 50.0

@@ -141,7 +141,14 @@ struct VirqState {
     handled: u64,
     serviceable: u64,
     handling: LatencyRecorder,
+    within: Vec<u64>,
 }
+
+/// Bounds of the handling-time CDF in the metrics (ns).
+const CDF_BOUNDS: [u64; 13] = [
+    25_000, 50_000, 100_000, 150_000, 170_000, 200_000, 300_000, 500_000, 1_000_000, 2_000_000,
+    5_000_000, 10_000_000, 20_000_000,
+];
 
 #[derive(Clone, Debug)]
 struct BhJob {
@@ -736,6 +743,7 @@ impl Simulation {
                 handled: 0,
                 serviceable: 0,
                 handling: LatencyRecorder::new(0, None),
+                within: vec![0; CDF_BOUNDS.len()],
             });
         }
         let devices = cfg
@@ -1961,6 +1969,11 @@ impl Simulation {
                 let h = now - job.arrival;
                 st.handled += 1;
                 st.handling.record(Nanos(h));
+                for (k, &b) in CDF_BOUNDS.iter().enumerate() {
+                    if h <= b {
+                        st.within[k] += 1;
+                    }
+                }
                 if h <= st.min_interarrival {
                     st.serviceable += 1; // Definition 3
                 }
@@ -2158,6 +2171,11 @@ impl Simulation {
                 handled: v.handled,
                 serviceable: v.serviceable,
                 handling: Dist::from_recorder(&v.handling),
+                handled_within: CDF_BOUNDS
+                    .iter()
+                    .copied()
+                    .zip(v.within.iter().copied())
+                    .collect(),
             })
             .collect();
         let m = Metrics {

@@ -119,6 +119,8 @@ pub struct VirqMetrics {
     pub serviceable: u64,
     /// Total interrupt handling time (Definition 2).
     pub handling: Dist,
+    /// Cumulative distribution: flows handled within each bound (ns).
+    pub handled_within: Vec<(u64, u64)>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
