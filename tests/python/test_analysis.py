@@ -64,3 +64,11 @@ def test_vint_case_rtt(tmp_path: Path) -> None:
     assert f["vINT"] >= 99.0
     # Baseline: only while the VCPU still has budget (about 40 % of the time)
     assert 30.0 <= f["Baseline"] <= 50.0
+
+
+def test_vint_case_throughput(tmp_path: Path) -> None:
+    r = experiments.run("vint-case-throughput", tmp_path, quick=True)
+    assert all(c.holds for c in r.checks), [(c.claim, c.irqlab) for c in r.checks]
+    base = r.data["mbps"]["Baseline"]
+    # budget-bound: throughput proportional to the utilization (20 % -> 60 %)
+    assert base[-1] == pytest.approx(3 * base[0], rel=0.02)

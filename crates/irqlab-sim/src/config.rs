@@ -801,12 +801,12 @@ impl SimConfig {
         for (i, v) in self.virqs.iter().enumerate() {
             if !matches!(
                 self.devices.get(v.phys).map(|d| &d.kind),
-                Some(DeviceKind::Generic { .. })
+                Some(DeviceKind::Generic { .. } | DeviceKind::Nic { .. })
             ) {
                 return Err(bad(
                     format!("virqs[{i}].phys"),
                     v.phys,
-                    "must be a generic device (the physical interrupt)",
+                    "must be a generic or nic device (the physical interrupt)",
                 ));
             }
             if v.vcpu >= nsrv {
@@ -831,7 +831,7 @@ impl SimConfig {
         }
         for (i, d) in self.devices.iter().enumerate() {
             if self.path == InterruptPath::Hypervisor
-                && matches!(d.kind, DeviceKind::Generic { .. })
+                && matches!(d.kind, DeviceKind::Generic { .. } | DeviceKind::Nic { .. })
             {
                 if d.cpu >= self.cpus {
                     return Err(bad(format!("devices[{i}].cpu"), d.cpu, "no such CPU"));

@@ -655,7 +655,8 @@ impl Simulation {
                 DeviceKind::Generic {
                     min_interarrival, ..
                 } => min_interarrival,
-                _ => 0,
+                // a NIC has no declared minimum: the virq declares it
+                _ => u64::MAX,
             };
             let t_vi = v.min_interarrival.unwrap_or(phys_min);
             let (server, max) = match &v.pseudo {
@@ -1495,8 +1496,10 @@ impl Simulation {
             flow: self.flow,
             target,
         };
-        if let DeviceKind::Nic { ring, .. } = dev.kind {
-            if self.devices[d].in_ring >= ring {
+        if let (DeviceKind::Nic { ring, .. }, false) =
+            (&dev.kind, self.cfg.path == InterruptPath::Hypervisor)
+        {
+            if self.devices[d].in_ring >= *ring {
                 // RX ring full: the NIC drops the packet, no interrupt.
                 self.devices[d].dropped += 1;
                 return;
@@ -1947,6 +1950,21 @@ impl Simulation {
         self.deliver(cpu, job)
     }
 
+    /// A closed-loop source (`ping -f`, a TCP window of one) sends its next
+    /// request `rtt` after the reply to the previous one.
+    fn closed_loop_reply(&mut self, d: usize) {
+        if let DeviceKind::Nic {
+            arrival: ArrivalCfg::PingFlood { rtt, stop, .. },
+            ..
+        } = &self.cfg.devices[d].kind
+        {
+            let t = self.now + rtt;
+            if stop.is_none_or(|s| t < s) && self.devices[d].arrival_at.is_some_and(|a| t < a) {
+                self.post_arrival(d, t);
+            }
+        }
+    }
+
     /// The end of a bottom half (in a thread or in softirq context on
     /// `cpu`): account it and deliver its result.
     fn deliver(&mut self, cpu: usize, job: BhJob) -> Result<(), SimError> {
@@ -1969,6 +1987,9 @@ impl Simulation {
                 let h = now - job.arrival;
                 st.handled += 1;
                 st.handling.record(Nanos(h));
+                let phys = self.cfg.virqs[v].phys;
+                self.closed_loop_reply(phys);
+                let st = &mut self.virqs[v];
                 for (k, &b) in CDF_BOUNDS.iter().enumerate() {
                     if h <= b {
                         st.within[k] += 1;
@@ -2030,19 +2051,7 @@ impl Simulation {
             }
             Deliver::VirqIsr(_) | Deliver::VirqDsr(_) => {} // handled above
             Deliver::Event => {
-                // ping -f: the reply makes the next request come `rtt` later
-                if let DeviceKind::Nic {
-                    arrival: ArrivalCfg::PingFlood { rtt, stop, .. },
-                    ..
-                } = &self.cfg.devices[d].kind
-                {
-                    let t = now + rtt;
-                    if stop.is_none_or(|s| t < s)
-                        && self.devices[d].arrival_at.is_some_and(|a| t < a)
-                    {
-                        self.post_arrival(d, t);
-                    }
-                }
+                self.closed_loop_reply(d);
                 let cap = match &self.cfg.devices[d].kind {
                     DeviceKind::Nic { buffer, .. } => *buffer,
                     _ => default_event_buffer(),
