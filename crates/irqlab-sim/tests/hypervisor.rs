@@ -138,3 +138,19 @@ fn physical_isrs_nest_by_priority() {
     assert_eq!(m.virqs[0].handling.max, Some(60 * US));
     assert_eq!(m.cpus[0].isr_ns, 40 * US);
 }
+
+/// A physical interrupt pinned to CPU 0 for a VCPU on CPU 1 is delivered
+/// by an IPI (VINT §III, Figure 2(b)): ISR [0,10) on CPU 0, IPI [10,15) on
+/// CPU 1, guest ISR [15,40), DSR [40,80): 80 us.
+#[test]
+fn ipi_to_another_cpu() {
+    let m = sim(json!({
+        "path": "hypervisor", "cpus": 2, "ipi": 5 * US, "duration": 500 * US, "window": 500 * US,
+        "servers": [{"name": "v0", "cpu": 1, "policy": "sporadic", "budget": 5_000 * US, "period": 10_000 * US}],
+        "devices": [phys("nic", 10_000 * US, 10 * US, 0)],
+        "virqs": [{"name": "vnic", "phys": 0, "vcpu": 0, "isr": 20 * US, "eoi": 5 * US,
+                   "dsr": 40 * US, "dsr_priority": 5}]
+    }));
+    assert_eq!(m.virqs[0].handling.max, Some(80 * US));
+    assert_eq!((m.cpus[0].isr_ns, m.cpus[1].isr_ns), (10 * US, 5 * US));
+}
