@@ -230,6 +230,25 @@ struct Thread {
     kind: Kind,
 }
 
+impl Thread {
+    /// A thread that serves a queue of bottom-half work items (device
+    /// bottom halves, xHCI interrupters, guest ISR/DSR).
+    fn bottom_half(name: String, cpu: usize, server: usize, core: ThreadId) -> Self {
+        Thread {
+            name,
+            cpu,
+            server,
+            core,
+            remaining: 0,
+            active: false,
+            kind: Kind::BottomHalf {
+                queue: VecDeque::new(),
+                current: None,
+            },
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Isr {
     source: IsrSource,
@@ -543,18 +562,12 @@ impl Simulation {
                 .map_err(core_err(|| format!("classes[{i}]")))?;
             class_bh.push(threads.len());
             cpus[cpu].threads.push(threads.len());
-            threads.push(Thread {
-                name: format!("{}.bh", c.name),
+            threads.push(Thread::bottom_half(
+                format!("{}.bh", c.name),
                 cpu,
                 server,
                 core,
-                remaining: 0,
-                active: false,
-                kind: Kind::BottomHalf {
-                    queue: VecDeque::new(),
-                    current: None,
-                },
-            });
+            ));
         }
         // One bottom-half thread per xHCI interrupter, in its class's I/O
         // VCPU (USB-DIFFSERV §III-C, Figure 7); on quest-no-iovcpu the
@@ -579,18 +592,7 @@ impl Simulation {
                     .map_err(core_err(|| format!("xhci[{xi}].interrupters[{k}]")))?;
                 bh.push(threads.len());
                 cpus[cpu].threads.push(threads.len());
-                threads.push(Thread {
-                    name,
-                    cpu,
-                    server,
-                    core,
-                    remaining: 0,
-                    active: false,
-                    kind: Kind::BottomHalf {
-                        queue: VecDeque::new(),
-                        current: None,
-                    },
-                });
+                threads.push(Thread::bottom_half(name, cpu, server, core));
             }
             let n = x.interrupters.len();
             xhci.push(XhciState {
@@ -630,18 +632,7 @@ impl Simulation {
                     .map_err(core_err(|| "linux.ksoftirqd".to_owned()))?;
                 cpu.ksoftirqd = Some(threads.len());
                 cpu.threads.push(threads.len());
-                threads.push(Thread {
-                    name,
-                    cpu: c,
-                    server: servers.len() - 1,
-                    core,
-                    remaining: 0,
-                    active: false,
-                    kind: Kind::BottomHalf {
-                        queue: VecDeque::new(),
-                        current: None,
-                    },
-                });
+                threads.push(Thread::bottom_half(name, c, servers.len() - 1, core));
             }
         }
         // Virtual interrupts: a guest ISR thread (above every task) and a
@@ -714,18 +705,7 @@ impl Simulation {
                     .add_thread(name.clone(), servers[server].local, prio)
                     .map_err(core_err(|| format!("virqs[{k}]")))?;
                 cpus[cpu].threads.push(threads.len());
-                threads.push(Thread {
-                    name,
-                    cpu,
-                    server,
-                    core,
-                    remaining: 0,
-                    active: false,
-                    kind: Kind::BottomHalf {
-                        queue: VecDeque::new(),
-                        current: None,
-                    },
-                });
+                threads.push(Thread::bottom_half(name, cpu, server, core));
                 Ok(threads.len() - 1)
             };
             let isr_thread = mk(format!("{}.isr", v.name), 1_000_000 + v.priority)?;
