@@ -21,13 +21,12 @@ from typing import Any
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
+from irqlab.experiments._vint_case import MS, US, vnic_virq
 from irqlab.sim import simulate
 
 NAME = "vint-case-rtt"
 TITLE = "VINT Figure 10: UDP round-trip latency, Baseline vs Baseline_1ms vs vINT"
 
-US = 1_000
-MS = 1_000_000
 WIRE = 30 * US
 SCHEMES = {
     "Baseline": (4 * MS, 10 * MS, False),
@@ -38,11 +37,7 @@ SCHEMES = {
 
 def config(scheme: str, duration: int) -> dict[str, Any]:
     budget, period, vint = SCHEMES[scheme]
-    virq: dict[str, Any] = {"name": "vnic", "phys": 0, "vcpu": 0, "isr": 10 * US, "eoi": 2 * US,
-                            "dsr": 30 * US, "dsr_priority": 10, "priority": 1,
-                            "min_interarrival": 100 * US}
-    if vint:
-        virq["pseudo"] = {"deferrable": True, "budget": 2 * MS, "period": 10 * MS, "rank": 1}
+    virq = vnic_virq(100 * US, 2 * MS if vint else None, priority=1)
     return {
         "path": "hypervisor", "duration": duration, "window": duration, "seed": 10,
         "servers": [{"name": "v1", "policy": "deferrable", "budget": budget, "period": period,

@@ -22,13 +22,12 @@ from typing import Any
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
+from irqlab.experiments._vint_case import MS, US, vnic_virq
 from irqlab.sim import simulate
 
 NAME = "vint-case-storm"
 TITLE = "VINT Figure 12: decoder frame rate under a virtual interrupt storm"
 
-US = 1_000
-MS = 1_000_000
 FRAME_PERIOD = 33_367 * US  # 29.97 fps
 DECODE = 6 * MS
 UTILS = [40, 50, 60, 70, 80]
@@ -37,11 +36,7 @@ UTILS = [40, 50, 60, 70, 80]
 def config(total_percent: int, vint: bool, storm: bool, duration: int) -> dict[str, Any]:
     pseudo_ms = 2 if vint else 0
     budget = (total_percent // 10 - pseudo_ms) * MS
-    virq: dict[str, Any] = {"name": "vnic", "phys": 0, "vcpu": 0, "isr": 10 * US, "eoi": 2 * US,
-                            "dsr": 30 * US, "dsr_priority": 10, "priority": 1,
-                            "min_interarrival": 1 * MS}
-    if vint:
-        virq["pseudo"] = {"deferrable": True, "budget": 2 * MS, "period": 10 * MS, "rank": 1}
+    virq = vnic_virq(1 * MS, 2 * MS if vint else None, priority=1)
     return {
         "path": "hypervisor", "duration": duration, "window": duration,
         "servers": [{"name": "v1", "policy": "deferrable", "budget": budget, "period": 10 * MS,

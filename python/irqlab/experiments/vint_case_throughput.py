@@ -20,23 +20,19 @@ from typing import Any
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
+from irqlab.experiments._vint_case import MS, US, vnic_virq
 from irqlab.sim import simulate
 
 NAME = "vint-case-throughput"
 TITLE = "VINT Figure 11: receive throughput vs VCPU utilization, Baseline vs vINT"
 
-US = 1_000
-MS = 1_000_000
 UTILS = [20, 30, 40, 50, 60]
 PACKET = 1500
 
 
 def config(percent: int, vint: bool, duration: int) -> dict[str, Any]:
     budget = percent * MS // 10
-    virq: dict[str, Any] = {"name": "vnic", "phys": 0, "vcpu": 0, "isr": 10 * US, "eoi": 2 * US,
-                            "dsr": 30 * US, "dsr_priority": 10, "min_interarrival": 20 * US}
-    if vint:
-        virq["pseudo"] = {"deferrable": True, "budget": budget, "period": 10 * MS, "rank": 1}
+    virq = vnic_virq(20 * US, budget if vint else None)
     return {
         "path": "hypervisor", "duration": duration, "window": duration,
         "servers": [{"name": "v1", "policy": "deferrable",
