@@ -1,0 +1,749 @@
+//! The I/O path: top half, I/O classes on I/O VCPUs, and upcalls.
+//!
+//! What it is (DESIGN §7, USB-DIFFSERV §3, UPCALL §3.2):
+//! * a **top-half** thread (SCHED_FIFO just below the supervisors) waits on
+//!   every bound file descriptor with epoll, one-shot: a ready fd is
+//!   disarmed (the "interrupt is masked") until its handler has run;
+//! * it time-stamps the event and, for an fd bound to an **I/O class**
+//!   (`bind_fd`, the `usb_set_iovcpu` of USB-DIFFSERV), queues a bottom-half
+//!   job on that class's I/O VCPU thread and wakes it through the core,
+//!   passing the period of the Main VCPU the class serves so a PIBS I/O
+//!   VCPU inherits it (QUEST-VCPU Alg. 10);
+//! * the I/O VCPU thread runs the fd's handler, checks its budget
+//!   cooperatively between handlers (the supervisor's park is the
+//!   backstop), re-arms the fd, and records the event's latencies;
+//! * for an fd with an **upcall** (`register_upcall`), the top half runs the
+//!   handler itself -- the UPCALL paper's softirq upcall, the shortest
+//!   dispatch path -- charged to the upcall's own sporadic server, whose
+//!   four hooks are driven here with the top half's CPU time: with the
+//!   budget spent, the fd stays disarmed until the replenishment.
+//!
+//! Accounting: every readiness event is counted once; each is handled
+//! (possibly late) unless the fd errors or closes, which is reported. Data
+//! the kernel drops before an event (a full socket buffer) is counted from
+//! `/proc/net/udp` (see `socket_drops`).
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use irqlab_core::{
+    Inherit, LatencyRecorder, Nanos, Pibs, Server, ServerPolicy, ServerPriority, SporadicServer,
+    ThreadId, ThreadPolicy, UnblockCtx, Utilization,
+};
+
+use crate::error::RtError;
+use crate::sys::{self, Fd};
+use crate::{
+    enter_thread, leave_thread, park, wake_task, CpuShared, FdMap, Mode, Runtime, ServerHandle,
+    Shared, TaskHandle, SAMPLES,
+};
+
+/// How the top half waits for events.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Backend {
+    #[default]
+    Epoll,
+}
+
+/// The server an I/O class's bottom halves run on.
+#[derive(Copy, Clone, Debug)]
+pub enum IoServer {
+    /// A PIBS I/O VCPU limited to `utilization`, inheriting the period of
+    /// the Main VCPU `serves` (QUEST-VCPU Alg. 7-10).
+    Pibs {
+        utilization: Utilization,
+        serves: ServerHandle,
+        inherit: Inherit,
+    },
+    /// A sporadic server with its own budget and period.
+    Sporadic { budget: Nanos, period: Nanos },
+    /// No I/O VCPU: bottom halves at fixed rank `rank` without budget (the
+    /// baseline the isolation test compares against).
+    Unbounded { rank: u64 },
+}
+
+/// An I/O class.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct IoClass {
+    pub(crate) cpu: usize,
+    pub(crate) index: usize,
+    pub server: ServerHandle,
+    pub worker: TaskHandle,
+}
+
+/// The budget of an upcall (a sporadic server of its own).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct UpcallBudget {
+    pub budget: Nanos,
+    pub period: Nanos,
+}
+
+/// What a handler sees.
+pub struct Event<'a> {
+    pub fd: RawFd,
+    /// When the top half saw the event.
+    pub arrival: Nanos,
+    /// When the handler started.
+    pub start: Nanos,
+    /// The fd reported an error or hang-up: this is its last event.
+    pub hangup: bool,
+    shared: &'a Shared,
+}
+
+impl Event<'_> {
+    /// Wake a task waiting in `TaskCtx::wait_wake`; its wake latency is
+    /// measured from this event's arrival.
+    pub fn wake(&self, task: TaskHandle) {
+        wake_task(self.shared, task, self.arrival);
+    }
+}
+
+/// A handler returns how many items (datagrams, bytes...) it consumed.
+pub type Handler = Box<dyn FnMut(&mut Event) -> u64 + Send>;
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Job {
+    fd: RawFd,
+    arrival: Nanos,
+    hangup: bool,
+}
+
+/// Per-class state kept under the CPU lock.
+pub(crate) struct ClassState {
+    pub name: String,
+    pub worker: ThreadId,
+    pub inherit: Option<Nanos>,
+    pub pibs: bool,
+    queue: VecDeque<Job>,
+    pub fds: Vec<RawFd>,
+    pub events: u64,
+    pub handled: u64,
+    pub items: u64,
+    pub panics: u64,
+    pub closed: Vec<String>,
+    pub dispatch: LatencyRecorder,
+    pub handling: LatencyRecorder,
+}
+
+/// Upcall statistics (kept by the top half).
+pub(crate) struct UpcallState {
+    pub name: String,
+    pub fd: RawFd,
+    handler: Handler,
+    server: SporadicServer,
+    deferred: Option<Nanos>,
+    pub events: u64,
+    pub handled: u64,
+    pub items: u64,
+    pub panics: u64,
+    pub deferrals: u64,
+    pub cpu: Nanos,
+    pub closed: Option<String>,
+    pub dispatch: LatencyRecorder,
+    pub handling: LatencyRecorder,
+}
+
+#[derive(Clone, Copy)]
+enum Binding {
+    Class { cpu: usize, index: usize },
+    Upcall(usize),
+}
+
+/// Descriptors shared by the top half and the I/O VCPU threads.
+pub(crate) struct IoShared {
+    pub epoll: Fd,
+    wake: Fd,
+    timer: Fd,
+    pub upcalls: Mutex<Vec<UpcallState>>,
+    pub top_half_cpu: Mutex<Nanos>,
+}
+
+impl IoShared {
+    pub fn new(_backend: Backend) -> Result<IoShared, RtError> {
+        // SAFETY: plain syscalls creating descriptors owned by `Fd`.
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            return Err(RtError::last_os("epoll_create1"));
+        }
+        let epoll = Fd(epoll);
+        let timer = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if timer < 0 {
+            return Err(RtError::last_os("timerfd_create"));
+        }
+        let io = IoShared {
+            epoll,
+            wake: sys::eventfd()?,
+            timer: Fd(timer),
+            upcalls: Mutex::new(Vec::new()),
+            top_half_cpu: Mutex::new(Nanos::ZERO),
+        };
+        epoll_ctl(
+            io.epoll.0,
+            libc::EPOLL_CTL_ADD,
+            io.wake.0,
+            libc::EPOLLIN as u32,
+        )?;
+        epoll_ctl(
+            io.epoll.0,
+            libc::EPOLL_CTL_ADD,
+            io.timer.0,
+            libc::EPOLLIN as u32,
+        )?;
+        Ok(io)
+    }
+
+    pub fn wake_top_half(&self) {
+        sys::eventfd_signal(self.wake.0);
+    }
+
+    fn arm(&self, fd: RawFd) -> Result<(), RtError> {
+        epoll_ctl(
+            self.epoll.0,
+            libc::EPOLL_CTL_MOD,
+            fd,
+            (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
+        )
+    }
+
+    fn remove(&self, fd: RawFd) {
+        let _ = epoll_ctl(self.epoll.0, libc::EPOLL_CTL_DEL, fd, 0);
+    }
+
+    fn arm_timer(&self, at: Option<Nanos>) {
+        let at = at.unwrap_or(Nanos::ZERO);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (at.0 / 1_000_000_000) as libc::time_t,
+                tv_nsec: (at.0 % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: valid itimerspec; a zero value disarms.
+        unsafe {
+            libc::timerfd_settime(
+                self.timer.0,
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
+fn epoll_ctl(ep: RawFd, op: libc::c_int, fd: RawFd, events: u32) -> Result<(), RtError> {
+    let mut ev = libc::epoll_event {
+        events,
+        u64: fd as u64,
+    };
+    // SAFETY: `ev` is valid for the call.
+    if unsafe { libc::epoll_ctl(ep, op, fd, &mut ev) } != 0 {
+        return Err(RtError::last_os(format!("epoll_ctl(op {op}, fd {fd})")));
+    }
+    Ok(())
+}
+
+/// Declarations waiting for `start`.
+#[derive(Default)]
+pub(crate) struct Pending {
+    bindings: FdMap<Binding>,
+    handlers: Vec<(IoClass, FdMap<Handler>)>,
+    upcalls: Vec<UpcallState>,
+}
+
+impl Runtime {
+    /// Declare an I/O class `name` whose bottom halves run on `server`
+    /// (on the managed CPU `cpu`, default the first), in one I/O VCPU
+    /// thread.
+    pub fn io_class(
+        &mut self,
+        name: &str,
+        server: IoServer,
+        cpu: Option<usize>,
+    ) -> Result<IoClass, RtError> {
+        let (core, budget, period, inherit, pibs) = match server {
+            IoServer::Pibs {
+                utilization,
+                serves,
+                inherit,
+            } => {
+                let p = serves.period.ok_or_else(|| {
+                    RtError::config(
+                        format!("io_class[{name}].serves"),
+                        format!("server {}", serves.id.0),
+                        "a PIBS I/O VCPU must serve a Main VCPU with a period",
+                    )
+                })?;
+                (
+                    Server::Pibs(Pibs::new(utilization, inherit)?),
+                    None,
+                    None,
+                    Some(p),
+                    true,
+                )
+            }
+            IoServer::Sporadic { budget, period } => {
+                if budget.is_zero() || budget > period {
+                    return Err(RtError::config(
+                        format!("io_class[{name}].budget"),
+                        format!("{} ns", budget.0),
+                        format!("must be in (0, period = {} ns]", period.0),
+                    ));
+                }
+                let ss = SporadicServer::new(
+                    budget,
+                    period,
+                    32,
+                    ServerPriority::RateMonotonic,
+                    false,
+                    sys::now(),
+                )?;
+                (
+                    Server::Sporadic(ss),
+                    Some(budget),
+                    Some(period),
+                    None,
+                    false,
+                )
+            }
+            IoServer::Unbounded { rank } => (
+                Server::Unbounded(irqlab_core::Unbounded::new(rank)),
+                None,
+                None,
+                None,
+                false,
+            ),
+        };
+        let sh = self.add_server(cpu, name, core, ThreadPolicy::FixedPriority, budget, period)?;
+        let (worker, _) = self.add_thread(sh, &format!("{name}/bh"), 0, None)?;
+        let cpu_shared = self.shared.cpus[sh.cpu].clone();
+        let mut st = cpu_shared.lock();
+        let index = st.classes.len();
+        st.classes.push(ClassState {
+            name: name.to_string(),
+            worker: worker.id,
+            inherit,
+            pibs,
+            queue: VecDeque::new(),
+            fds: Vec::new(),
+            events: 0,
+            handled: 0,
+            items: 0,
+            panics: 0,
+            closed: Vec::new(),
+            dispatch: LatencyRecorder::new(SAMPLES, None),
+            handling: LatencyRecorder::new(SAMPLES, None),
+        });
+        let class = IoClass {
+            cpu: sh.cpu,
+            index,
+            server: sh,
+            worker,
+        };
+        self.io_pending.handlers.push((class, FdMap::new()));
+        Ok(class)
+    }
+
+    fn check_fd(&self, fd: RawFd) -> Result<(), RtError> {
+        self.not_running("bind an fd")?;
+        // SAFETY: F_GETFD only queries the descriptor.
+        if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+            return Err(RtError::config("fd", fd, "not an open file descriptor"));
+        }
+        if self.io_pending.bindings.contains_key(&fd) {
+            return Err(RtError::config(
+                "fd",
+                fd,
+                "already bound (one class or upcall per fd)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Bind `fd` to I/O class `class` (USB-DIFFSERV `usb_set_iovcpu`): its
+    /// events are handled by `handler` on the class's I/O VCPU. The fd
+    /// should be non-blocking; the handler should consume what is ready.
+    pub fn bind_fd<F>(&mut self, fd: RawFd, class: IoClass, handler: F) -> Result<(), RtError>
+    where
+        F: FnMut(&mut Event) -> u64 + Send + 'static,
+    {
+        self.check_fd(fd)?;
+        let slot = self
+            .io_pending
+            .handlers
+            .iter_mut()
+            .find(|(c, _)| *c == class)
+            .ok_or_else(|| RtError::config("class", class.index, "not a class of this runtime"))?;
+        slot.1.insert(fd, Box::new(handler));
+        self.io_pending.bindings.insert(
+            fd,
+            Binding::Class {
+                cpu: class.cpu,
+                index: class.index,
+            },
+        );
+        self.shared.cpus[class.cpu].lock().classes[class.index]
+            .fds
+            .push(fd);
+        Ok(())
+    }
+
+    /// Run `handler` for `fd` directly in the top half (UPCALL §3.2),
+    /// charged to its own sporadic server `budget`.
+    pub fn register_upcall<F>(
+        &mut self,
+        name: &str,
+        fd: RawFd,
+        budget: UpcallBudget,
+        handler: F,
+    ) -> Result<(), RtError>
+    where
+        F: FnMut(&mut Event) -> u64 + Send + 'static,
+    {
+        self.check_fd(fd)?;
+        if budget.budget.is_zero() || budget.budget > budget.period {
+            return Err(RtError::config(
+                format!("upcall[{name}].budget"),
+                format!("{} ns", budget.budget.0),
+                format!("must be in (0, period = {} ns]", budget.period.0),
+            ));
+        }
+        let server = SporadicServer::new(
+            budget.budget,
+            budget.period,
+            32,
+            ServerPriority::RateMonotonic,
+            false,
+            sys::now(),
+        )?;
+        let i = self.io_pending.upcalls.len();
+        self.io_pending.upcalls.push(UpcallState {
+            name: name.to_string(),
+            fd,
+            handler: Box::new(handler),
+            server,
+            deferred: None,
+            events: 0,
+            handled: 0,
+            items: 0,
+            panics: 0,
+            deferrals: 0,
+            cpu: Nanos::ZERO,
+            closed: None,
+            dispatch: LatencyRecorder::new(SAMPLES, None),
+            handling: LatencyRecorder::new(SAMPLES, None),
+        });
+        self.io_pending.bindings.insert(fd, Binding::Upcall(i));
+        Ok(())
+    }
+}
+
+/// Register the fds and start the top half and the I/O VCPU threads.
+pub(crate) fn start(shared: &Arc<Shared>, p: Pending) -> Result<Vec<JoinHandle<()>>, RtError> {
+    for &fd in p.bindings.keys() {
+        epoll_ctl(
+            shared.io.epoll.0,
+            libc::EPOLL_CTL_ADD,
+            fd,
+            (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
+        )?;
+    }
+    let mut hs = Vec::new();
+    for (class, handlers) in p.handlers {
+        let shared = shared.clone();
+        hs.push(
+            std::thread::Builder::new()
+                .name(format!("irqlab-io{}", class.index))
+                .spawn(move || bottom_half_thread(shared, class, handlers))
+                .map_err(|e| RtError::from_io("spawn I/O VCPU thread", e))?,
+        );
+    }
+    *shared.io.upcalls.lock().unwrap_or_else(|e| e.into_inner()) = p.upcalls;
+    let sh = shared.clone();
+    let bindings = p.bindings;
+    hs.push(
+        std::thread::Builder::new()
+            .name("irqlab-top".into())
+            .spawn(move || top_half(sh, bindings))
+            .map_err(|e| RtError::from_io("spawn top half", e))?,
+    );
+    Ok(hs)
+}
+
+fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
+    let cpu = shared.cfg.top_half_cpu.unwrap_or(shared.cpus[0].cpu);
+    if let Err(e) = enter_thread(&shared, cpu, shared.cfg.top_half_priority) {
+        shared.warn(format!("top half: {e}"));
+    }
+    let io = &shared.io;
+    let mut upcalls = std::mem::take(&mut *io.upcalls.lock().unwrap_or_else(|e| e.into_inner()));
+    let cpu0 = sys::own_cpu_time();
+    let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
+    shared.started.wait();
+    while !shared.stop.load(Ordering::SeqCst) {
+        // SAFETY: `evs` is a valid buffer of 64 events.
+        let n = unsafe { libc::epoll_wait(io.epoll.0, evs.as_mut_ptr(), 64, -1) };
+        let t = sys::now();
+        if n < 0 {
+            continue; // EINTR
+        }
+        for ev in &evs[..n as usize] {
+            let fd = ev.u64 as RawFd;
+            let flags = ev.events;
+            if fd == io.wake.0 {
+                sys::eventfd_drain(fd);
+                continue;
+            }
+            if fd == io.timer.0 {
+                sys::eventfd_drain(fd);
+                run_deferred(&shared, &mut upcalls, t);
+                continue;
+            }
+            let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+            match bindings.get(&fd) {
+                Some(&Binding::Class { cpu, index }) => queue_job(
+                    &shared,
+                    &shared.cpus[cpu],
+                    index,
+                    Job {
+                        fd,
+                        arrival: t,
+                        hangup,
+                    },
+                ),
+                Some(&Binding::Upcall(i)) => {
+                    let u = &mut upcalls[i];
+                    u.events += 1;
+                    run_upcall(&shared, u, t, hangup);
+                    arm_deferred_timer(io, &upcalls);
+                }
+                None => io.remove(fd),
+            }
+        }
+    }
+    *io.top_half_cpu.lock().unwrap_or_else(|e| e.into_inner()) =
+        sys::own_cpu_time().saturating_sub(cpu0);
+    *io.upcalls.lock().unwrap_or_else(|e| e.into_inner()) = upcalls;
+}
+
+fn queue_job(shared: &Shared, cpu: &CpuShared, index: usize, job: Job) {
+    park::critical(|| {
+        let mut st = cpu.lock();
+        let now = sys::now();
+        let c = &mut st.classes[index];
+        c.events += 1;
+        c.queue.push_back(job);
+        let (worker, inherit) = (c.worker, c.inherit);
+        let sh = st.threads[worker.0].sh.clone();
+        let _ = st.sched.wakeup(now, worker, inherit);
+        sh.gate.open();
+    });
+    cpu.kick();
+    let _ = shared;
+}
+
+/// Run an upcall now if its server has budget (SporadicServer hooks,
+/// QUEST-VCPU Alg. 4-5: unblock, update-budget; Alg. 3: end-of-timeslice
+/// with the CPU time used), else defer it to the replenishment.
+fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool) {
+    let now = sys::now();
+    if u.deferred.is_none() {
+        u.server.unblock(
+            now,
+            UnblockCtx {
+                was_active: false,
+                running: false,
+                inherit_period: None,
+            },
+        );
+    }
+    u.server.update_budget(now);
+    if u.server.budget().is_zero() {
+        if u.deferred.is_none() {
+            u.deferrals += 1;
+            u.deferred = Some(arrival);
+        }
+        return;
+    }
+    let arrival = u.deferred.take().unwrap_or(arrival);
+    let c0 = sys::own_cpu_time();
+    let start = sys::now();
+    let mut ev = Event {
+        fd: u.fd,
+        arrival,
+        start,
+        hangup,
+        shared,
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| (u.handler)(&mut ev)));
+    let end = sys::now();
+    let used = sys::own_cpu_time().saturating_sub(c0);
+    u.cpu += used;
+    u.server.end_timeslice(end, used, false);
+    match r {
+        Ok(items) => {
+            u.handled += 1;
+            u.items += items;
+        }
+        Err(_) => u.panics += 1,
+    }
+    u.dispatch.record(start.saturating_sub(arrival));
+    u.handling.record(end.saturating_sub(arrival));
+    if hangup {
+        shared.io.remove(u.fd);
+        u.closed = Some(format!("fd {} reported an error or hang-up; unbound", u.fd));
+    } else if let Err(e) = shared.io.arm(u.fd) {
+        shared.io.remove(u.fd);
+        u.closed = Some(format!("{e}; unbound"));
+    }
+}
+
+fn run_deferred(shared: &Shared, upcalls: &mut [UpcallState], t: Nanos) {
+    for u in upcalls.iter_mut() {
+        if let Some(a) = u.deferred {
+            if u.server.next_event(t).is_none_or(|e| e <= sys::now()) {
+                run_upcall(shared, u, a, false);
+            }
+        }
+    }
+    arm_deferred_timer(&shared.io, upcalls);
+}
+
+fn arm_deferred_timer(io: &IoShared, upcalls: &[UpcallState]) {
+    let now = sys::now();
+    let at = upcalls
+        .iter()
+        .filter(|u| u.deferred.is_some())
+        .filter_map(|u| u.server.next_event(now))
+        .min();
+    // A due time already past still fires at once (1 ns after the epoch).
+    io.arm_timer(at.map(|t| t.max(Nanos(1))));
+}
+
+fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<Handler>) {
+    let cpu = shared.cpus[class.cpu].clone();
+    let id = class.worker.id;
+    let sh = cpu.lock().threads[id.0].sh.clone();
+    park::attach(&sh.park);
+    let tid = sys::gettid();
+    let original = sys::get_policy(0).ok();
+    if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
+        shared.warn(format!("I/O VCPU thread {}: {e}", class.index));
+    }
+    park::critical(|| {
+        let mut st = cpu.lock();
+        let rec = &mut st.threads[id.0];
+        rec.tid = Some(tid);
+        rec.clock = Some(sys::thread_cpu_clock(tid));
+        rec.last_cpu = sys::clock(sys::thread_cpu_clock(tid)).unwrap_or(Nanos::ZERO);
+        rec.original = original;
+        rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
+    });
+    shared.started.wait();
+    while !shared.stop.load(Ordering::SeqCst) {
+        // Take a job, or block in the core until the top half queues one.
+        let job = park::critical(|| {
+            let mut st = cpu.lock();
+            if let Some(j) = st.classes[class.index].queue.pop_front() {
+                return Some(j);
+            }
+            sh.gate.close();
+            let now = sys::now();
+            let _ = st.sched.block(now, id);
+            None
+        });
+        let Some(job) = job else {
+            cpu.kick();
+            sh.gate.wait();
+            continue;
+        };
+        // Cooperative budget check between handlers.
+        sh.park.wait_while_wanted();
+        let start = sys::now();
+        let mut ev = Event {
+            fd: job.fd,
+            arrival: job.arrival,
+            start,
+            hangup: job.hangup,
+            shared: &shared,
+        };
+        let r = match handlers.get_mut(&job.fd) {
+            Some(h) => catch_unwind(AssertUnwindSafe(|| h(&mut ev))),
+            None => Ok(0),
+        };
+        let end = sys::now();
+        let closed = if job.hangup {
+            handlers.remove(&job.fd);
+            shared.io.remove(job.fd);
+            Some(format!(
+                "fd {} reported an error or hang-up; unbound",
+                job.fd
+            ))
+        } else if let Err(e) = shared.io.arm(job.fd) {
+            handlers.remove(&job.fd);
+            shared.io.remove(job.fd);
+            Some(format!("{e}; unbound"))
+        } else {
+            None
+        };
+        park::critical(|| {
+            let mut st = cpu.lock();
+            let c = &mut st.classes[class.index];
+            match r {
+                Ok(items) => {
+                    c.handled += 1;
+                    c.items += items;
+                }
+                Err(_) => c.panics += 1,
+            }
+            c.dispatch.record(start.saturating_sub(job.arrival));
+            c.handling.record(end.saturating_sub(job.arrival));
+            if let Some(msg) = closed {
+                c.closed.push(msg);
+            }
+            if let (true, Some(p)) = (c.pibs, c.inherit) {
+                let now = sys::now();
+                let _ = st.sched.io_service_done(now, class.server.id, p);
+            }
+        });
+    }
+    leave_thread(&shared, &cpu, id, tid);
+}
+
+/// Datagrams the kernel dropped on UDP socket `fd` (full receive buffer),
+/// from the `drops` column of `/proc/net/udp` / `udp6`; `None` if `fd` is
+/// not a UDP socket of this network namespace.
+pub fn socket_drops(fd: RawFd) -> Option<u64> {
+    // SAFETY: `st` is plain data written by the kernel.
+    let ino = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return None;
+        }
+        st.st_ino
+    };
+    for path in ["/proc/net/udp", "/proc/net/udp6"] {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let cols: Vec<&str> = line.split_whitespace().collect();
+            if cols.len() >= 13 && cols[9].parse::<u64>().ok() == Some(ino) {
+                return cols[12].parse().ok();
+            }
+        }
+    }
+    None
+}

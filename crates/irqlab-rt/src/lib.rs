@@ -1,0 +1,857 @@
+//! irqlab-rt: real threads on a stock Linux kernel, scheduled by
+//! `irqlab-core` (DESIGN §7).
+//!
+//! What it is: a per-CPU [`supervisor`] (SCHED_FIFO 99, pinned) runs the
+//! core's scheduler in real time on `CLOCK_MONOTONIC` and enforces its
+//! decisions by switching SCHED_FIFO priorities and, for servers out of
+//! budget, by parking their threads (`park`). Application threads run in
+//! **Main VCPUs** (sporadic servers, QUEST-VCPU Alg. 3-6); file descriptors
+//! are bound to **I/O classes** whose bottom halves run on **I/O VCPUs**
+//! (PIBS, QUEST-VCPU Alg. 7-10, inheriting the period of the Main VCPU they
+//! serve; `bind_fd` is USB-DIFFSERV's `usb_set_iovcpu`); a top-half thread
+//! waits on the descriptors (epoll, or io_uring as an option) and
+//! time-stamps every event. **Upcalls** (UPCALL §3.2) run a handler
+//! directly in the top half, charged to and bounded by their own budget.
+//! Every event's latencies (arrival to bottom-half start and end, and to
+//! the wake-up of a task it releases) go to the core's `LatencyRecorder`.
+//!
+//! Design principles:
+//! * The core decides; this crate feeds it time and events and carries out
+//!   its `Dispatch` (no policy is re-implemented here).
+//! * Budget use is CPU time from per-thread CPU clocks, not wall time.
+//! * Nothing needs root except what the kernel demands: without SCHED_FIFO
+//!   the runtime runs in [`Mode::ParkOnly`] (budgets still enforced by
+//!   parking, no priority ordering) or refuses, as configured, and says so.
+//! * Robustness: a panicking handler is caught and counted; an fd that
+//!   errors or hangs up is reported and unbound; every event is handled or
+//!   counted as dropped; `stop` restores every thread's policy.
+
+#![cfg(target_os = "linux")]
+
+pub mod error;
+pub mod io;
+pub mod park;
+pub mod report;
+mod supervisor;
+pub mod sys;
+
+use std::collections::HashMap;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+pub use error::RtError;
+pub use io::{Backend, Event, IoClass, IoServer, UpcallBudget};
+use irqlab_core::{
+    LatencyRecorder, Nanos, Scheduler, Server, ServerId, ServerPriority, SporadicServer, ThreadId,
+    ThreadPolicy, Unbounded,
+};
+pub use report::Report;
+
+use crate::park::ParkCell;
+use crate::sys::{Fd, Gate, SchedPolicy, Tid};
+
+/// Samples kept per latency recorder (statistics and the histogram cover
+/// every event; the store keeps the first samples, like the IP's RAM).
+pub(crate) const SAMPLES: usize = 1 << 16;
+
+/// How the runtime enforces the core's decisions.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// SCHED_FIFO priority switching plus parking (needs CAP_SYS_NICE).
+    Fifo,
+    /// Parking only: budgets are enforced, priority order is not.
+    ParkOnly,
+}
+
+/// Runtime settings.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// CPUs that get a supervisor; servers are placed on one of them.
+    pub cpus: Vec<usize>,
+    /// CPU of the top-half thread (default: the first managed CPU).
+    pub top_half_cpu: Option<usize>,
+    pub supervisor_priority: i32,
+    pub top_half_priority: i32,
+    /// Foreground priorities are `fg_base + 0..79` (see
+    /// `supervisor::fg_priority`).
+    pub fg_base: i32,
+    /// Priority of every managed thread whose server is not dispatched.
+    pub bg_priority: i32,
+    /// Minimum supervisor sleep (see `supervisor`).
+    pub min_sleep: Nanos,
+    /// Refuse to start without SCHED_FIFO instead of falling back.
+    pub require_fifo: bool,
+    pub backend: Backend,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        let cpus = sys::allowed_cpus();
+        Config {
+            cpus: vec![cpus.last().copied().unwrap_or(0)],
+            top_half_cpu: None,
+            supervisor_priority: 99,
+            top_half_priority: 95,
+            fg_base: 10,
+            bg_priority: 1,
+            min_sleep: Nanos::from_us(20),
+            require_fifo: false,
+            backend: Backend::Epoll,
+        }
+    }
+}
+
+/// A server on one managed CPU.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ServerHandle {
+    pub cpu: usize,
+    pub id: ServerId,
+    /// The period a PIBS I/O VCPU inherits when serving this server.
+    pub period: Option<Nanos>,
+}
+
+/// A managed thread.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TaskHandle {
+    pub cpu: usize,
+    pub id: ThreadId,
+}
+
+/// Atomics a managed thread shares with its supervisor.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadShared {
+    pub gate: Gate,
+    pub park: ParkCell,
+}
+
+/// Per-task statistics of a periodic task.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskStats {
+    pub period: Nanos,
+    pub deadline: Nanos,
+    pub jobs: u64,
+    pub misses: u64,
+    pub response: LatencyRecorder,
+}
+
+pub(crate) struct ThreadRec {
+    pub name: String,
+    pub server: ServerId,
+    pub prio: u32,
+    pub tid: Option<Tid>,
+    pub clock: Option<libc::clockid_t>,
+    pub last_cpu: Nanos,
+    pub cpu_total: Nanos,
+    pub applied: Option<i32>,
+    pub original: Option<SchedPolicy>,
+    pub release: Option<Nanos>,
+    /// A wake-up that arrived while the thread was running (`wait_wake`
+    /// returns at once), with the origin time of the earliest one.
+    pub wake_pending: Option<Nanos>,
+    pub waiting_wake: bool,
+    pub wake_latency: LatencyRecorder,
+    pub periodic: Option<TaskStats>,
+    pub sh: Arc<ThreadShared>,
+}
+
+pub(crate) struct ServerRec {
+    pub name: String,
+    pub kind: &'static str,
+    pub budget: Option<Nanos>,
+    pub period: Option<Nanos>,
+}
+
+pub(crate) struct CpuState {
+    pub sched: Scheduler,
+    pub threads: Vec<ThreadRec>,
+    pub servers: Vec<ServerRec>,
+    pub classes: Vec<io::ClassState>,
+    pub last_step: Nanos,
+    pub dispatched: Option<ServerId>,
+    pub passes: u64,
+    pub prio_changes: u64,
+    pub throttles: u64,
+    pub errors: u64,
+}
+
+pub(crate) struct CpuShared {
+    pub cpu: usize,
+    pub doorbell: Fd,
+    state: Mutex<CpuState>,
+}
+
+impl CpuShared {
+    pub fn lock(&self) -> MutexGuard<'_, CpuState> {
+        // A panic while holding the lock cannot leave the core half-updated
+        // in a way later calls rely on; keep going with the data.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+    pub fn kick(&self) {
+        sys::eventfd_signal(self.doorbell.0);
+    }
+}
+
+pub(crate) struct Shared {
+    pub cfg: Config,
+    pub mode: Mode,
+    pub cpus: Vec<Arc<CpuShared>>,
+    pub stop: AtomicBool,
+    pub started: Gate,
+    pub io: io::IoShared,
+    pub warnings: Mutex<Vec<String>>,
+    pub t0: AtomicU64,
+}
+
+impl Shared {
+    pub fn warn(&self, w: String) {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(w);
+    }
+}
+
+type TaskBody = Box<dyn FnOnce(&TaskCtx) + Send>;
+
+/// The runtime: declare servers, tasks and bindings, then `start`, then
+/// `stop` for the report.
+pub struct Runtime {
+    shared: Arc<Shared>,
+    pending: Vec<(TaskHandle, TaskBody)>,
+    io_pending: io::Pending,
+    handles: Vec<JoinHandle<()>>,
+    running: bool,
+}
+
+impl Runtime {
+    /// A runtime with `cfg`. Probes SCHED_FIFO: without it, falls back to
+    /// [`Mode::ParkOnly`] (with a warning) or, with `require_fifo`, fails
+    /// with the kernel's reason.
+    pub fn new(cfg: Config) -> Result<Runtime, RtError> {
+        if cfg.cpus.is_empty() {
+            return Err(RtError::config("cpus", "[]", "at least one CPU"));
+        }
+        let allowed = sys::allowed_cpus();
+        for &c in cfg.cpus.iter().chain(cfg.top_half_cpu.iter()) {
+            if !allowed.contains(&c) {
+                return Err(RtError::config(
+                    "cpus",
+                    c,
+                    format!("not a CPU this process may use ({allowed:?})"),
+                ));
+            }
+        }
+        for (field, p) in [
+            ("supervisor_priority", cfg.supervisor_priority),
+            ("top_half_priority", cfg.top_half_priority),
+            ("bg_priority", cfg.bg_priority),
+            ("fg_base", cfg.fg_base),
+            (
+                "fg_base + 78",
+                cfg.fg_base + supervisor::SERVER_LEVELS + supervisor::THREAD_LEVELS as i32 - 2,
+            ),
+        ] {
+            if !(1..=99).contains(&p) {
+                return Err(RtError::config(
+                    field,
+                    p,
+                    "SCHED_FIFO priorities are 1..=99",
+                ));
+            }
+        }
+        let mut warnings = Vec::new();
+        let mode = match sys::probe_fifo() {
+            Ok(()) => Mode::Fifo,
+            Err(e) if cfg.require_fifo => return Err(e),
+            Err(e) => {
+                warnings.push(format!(
+                    "SCHED_FIFO unavailable ({e}): park-only mode, budgets enforced \
+                     but no priority order between servers"
+                ));
+                Mode::ParkOnly
+            }
+        };
+        if let Some((runtime, period)) = sys::rt_throttling() {
+            if runtime >= 0 && runtime < period {
+                warnings.push(format!(
+                    "RT throttling is on (sched_rt_runtime_us={runtime} of \
+                     sched_rt_period_us={period}): SCHED_FIFO threads may be stalled \
+                     for up to {} us per period when SCHED_OTHER work starves; not changed",
+                    period - runtime
+                ));
+            }
+        }
+        let mut cpus = Vec::new();
+        for &c in &cfg.cpus {
+            cpus.push(Arc::new(CpuShared {
+                cpu: c,
+                doorbell: sys::eventfd()?,
+                state: Mutex::new(CpuState {
+                    sched: Scheduler::new(),
+                    threads: Vec::new(),
+                    servers: Vec::new(),
+                    classes: Vec::new(),
+                    last_step: Nanos::ZERO,
+                    dispatched: None,
+                    passes: 0,
+                    prio_changes: 0,
+                    throttles: 0,
+                    errors: 0,
+                }),
+            }));
+        }
+        let io = io::IoShared::new(cfg.backend)?;
+        park::install();
+        Ok(Runtime {
+            shared: Arc::new(Shared {
+                cfg,
+                mode,
+                cpus,
+                stop: AtomicBool::new(false),
+                started: Gate::default(),
+                io,
+                warnings: Mutex::new(warnings),
+                t0: AtomicU64::new(0),
+            }),
+            pending: Vec::new(),
+            io_pending: io::Pending::default(),
+            handles: Vec::new(),
+            running: false,
+        })
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.shared.mode
+    }
+
+    pub(crate) fn cpu_index(&self, cpu: Option<usize>) -> Result<usize, RtError> {
+        match cpu {
+            None => Ok(0),
+            Some(c) => self
+                .shared
+                .cpus
+                .iter()
+                .position(|s| s.cpu == c)
+                .ok_or_else(|| {
+                    RtError::config(
+                        "cpu",
+                        c,
+                        format!("not a managed CPU {:?}", self.shared.cfg.cpus),
+                    )
+                }),
+        }
+    }
+
+    fn not_running(&self, what: &str) -> Result<(), RtError> {
+        if self.running {
+            return Err(RtError::State(format!("{what}: declare before start()")));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn add_server(
+        &mut self,
+        cpu: Option<usize>,
+        name: &str,
+        server: Server,
+        threads: ThreadPolicy,
+        budget: Option<Nanos>,
+        period: Option<Nanos>,
+    ) -> Result<ServerHandle, RtError> {
+        self.not_running("add a server")?;
+        let ci = self.cpu_index(cpu)?;
+        let kind = server.kind();
+        let mut st = self.shared.cpus[ci].lock();
+        if st.servers.iter().any(|s| s.name == name) {
+            return Err(RtError::config("server.name", name, "must be unique"));
+        }
+        let id = st.sched.add_server(name, server, threads)?;
+        st.servers.push(ServerRec {
+            name: name.to_string(),
+            kind,
+            budget,
+            period,
+        });
+        Ok(ServerHandle {
+            cpu: ci,
+            id,
+            period,
+        })
+    }
+
+    /// A Main VCPU: a sporadic server with `budget` per `period`
+    /// (QUEST-VCPU Alg. 3-6, rate-monotonic priority), threads in fixed
+    /// priority order. `cpu`: a managed CPU (default the first).
+    pub fn main_vcpu(
+        &mut self,
+        name: &str,
+        budget: Nanos,
+        period: Nanos,
+        cpu: Option<usize>,
+    ) -> Result<ServerHandle, RtError> {
+        if budget.is_zero() || budget > period {
+            return Err(RtError::config(
+                format!("main_vcpu[{name}].budget"),
+                format!("{} ns", budget.0),
+                format!("must be in (0, period = {} ns]", period.0),
+            ));
+        }
+        let now = sys::now();
+        let ss = SporadicServer::new(
+            budget,
+            period,
+            32,
+            ServerPriority::RateMonotonic,
+            false,
+            now,
+        )?;
+        self.add_server(
+            cpu,
+            name,
+            Server::Sporadic(ss),
+            ThreadPolicy::FixedPriority,
+            Some(budget),
+            Some(period),
+        )
+    }
+
+    /// A server without budget at fixed rank `rank` (smaller is more
+    /// urgent than every period in ns): a plain SCHED_FIFO thread group,
+    /// the "no I/O VCPU" baseline.
+    pub fn unbounded(
+        &mut self,
+        name: &str,
+        rank: u64,
+        cpu: Option<usize>,
+    ) -> Result<ServerHandle, RtError> {
+        self.add_server(
+            cpu,
+            name,
+            Server::Unbounded(Unbounded::new(rank)),
+            ThreadPolicy::FixedPriority,
+            None,
+            None,
+        )
+    }
+
+    pub(crate) fn add_thread(
+        &mut self,
+        server: ServerHandle,
+        name: &str,
+        prio: u32,
+        periodic: Option<(Nanos, Nanos)>,
+    ) -> Result<(TaskHandle, Arc<ThreadShared>), RtError> {
+        let cpu =
+            self.shared.cpus.get(server.cpu).ok_or_else(|| {
+                RtError::config("server.cpu", server.cpu, "not a managed CPU index")
+            })?;
+        let mut st = cpu.lock();
+        let id = st.sched.add_thread(name, server.id, prio)?;
+        let sh = Arc::new(ThreadShared::default());
+        st.threads.push(ThreadRec {
+            name: name.to_string(),
+            server: server.id,
+            prio,
+            tid: None,
+            clock: None,
+            last_cpu: Nanos::ZERO,
+            cpu_total: Nanos::ZERO,
+            applied: None,
+            original: None,
+            release: None,
+            wake_pending: None,
+            waiting_wake: false,
+            wake_latency: LatencyRecorder::new(SAMPLES, None),
+            periodic: periodic.map(|(period, deadline)| TaskStats {
+                period,
+                deadline,
+                jobs: 0,
+                misses: 0,
+                response: LatencyRecorder::new(SAMPLES, None),
+            }),
+            sh: sh.clone(),
+        });
+        Ok((
+            TaskHandle {
+                cpu: server.cpu,
+                id,
+            },
+            sh,
+        ))
+    }
+
+    /// Spawn a thread in `server` with thread priority `prio` (higher is
+    /// more urgent inside the server). It starts when the runtime starts.
+    pub fn spawn<F>(
+        &mut self,
+        server: ServerHandle,
+        name: &str,
+        prio: u32,
+        f: F,
+    ) -> Result<TaskHandle, RtError>
+    where
+        F: FnOnce(&TaskCtx) + Send + 'static,
+    {
+        self.not_running("spawn")?;
+        let (h, _) = self.add_thread(server, name, prio, None)?;
+        self.pending.push((h, Box::new(f)));
+        Ok(h)
+    }
+
+    /// Spawn a periodic task: `job` runs once per `period` from the start
+    /// (first release at start); a job finishing after its release plus
+    /// `deadline` is a miss. Response times are recorded.
+    pub fn spawn_periodic<F>(
+        &mut self,
+        server: ServerHandle,
+        name: &str,
+        prio: u32,
+        period: Nanos,
+        deadline: Nanos,
+        mut job: F,
+    ) -> Result<TaskHandle, RtError>
+    where
+        F: FnMut(&TaskCtx) + Send + 'static,
+    {
+        self.not_running("spawn")?;
+        if period.is_zero() || deadline.is_zero() {
+            return Err(RtError::config(
+                format!("task[{name}].period"),
+                format!("{} ns / deadline {} ns", period.0, deadline.0),
+                "period and deadline must be positive",
+            ));
+        }
+        let (h, _) = self.add_thread(server, name, prio, Some((period, deadline)))?;
+        let body = move |ctx: &TaskCtx| {
+            let mut release = ctx.start_time();
+            while ctx.running() {
+                if !ctx.wait_until(release) {
+                    break;
+                }
+                job(ctx);
+                ctx.job_done(release);
+                release += period;
+            }
+        };
+        self.pending.push((h, Box::new(body)));
+        Ok(h)
+    }
+
+    /// Wake a task blocked in [`TaskCtx::wait_wake`] (or make its next
+    /// call return at once).
+    pub fn wake(&self, task: TaskHandle) {
+        wake_task(&self.shared, task, sys::now());
+    }
+
+    /// Start supervisors, the top half and every declared thread.
+    pub fn start(&mut self) -> Result<(), RtError> {
+        self.not_running("start")?;
+        self.running = true;
+        let t0 = sys::now();
+        self.shared.t0.store(t0.0, Ordering::SeqCst);
+        for cpu in &self.shared.cpus {
+            cpu.lock().last_step = t0;
+        }
+        // Supervisors first, so threads are scheduled from their first step.
+        for cpu in self.shared.cpus.clone() {
+            let shared = self.shared.clone();
+            let (tx, rx) = std::sync::mpsc::channel();
+            let h = std::thread::Builder::new()
+                .name(format!("irqlab-sup{}", cpu.cpu))
+                .spawn(move || {
+                    let r = enter_thread(&shared, cpu.cpu, shared.cfg.supervisor_priority);
+                    let ok = r.is_ok();
+                    let _ = tx.send(r);
+                    if ok {
+                        supervisor::run(shared, cpu);
+                    }
+                })
+                .map_err(|e| RtError::from_io("spawn supervisor", e))?;
+            self.handles.push(h);
+            match rx.recv() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    self.shutdown();
+                    return Err(e);
+                }
+                Err(_) => return Err(RtError::State("supervisor died at start".into())),
+            }
+        }
+        let io = std::mem::take(&mut self.io_pending);
+        let mut hs = io::start(&self.shared, io)?;
+        self.handles.append(&mut hs);
+        for (h, body) in std::mem::take(&mut self.pending) {
+            let shared = self.shared.clone();
+            let jh = std::thread::Builder::new()
+                .name(format!("irqlab-t{}", h.id.0))
+                .spawn(move || managed_thread(shared, h, body))
+                .map_err(|e| RtError::from_io("spawn task", e))?;
+            self.handles.push(jh);
+        }
+        self.shared.started.open();
+        Ok(())
+    }
+
+    /// Is the runtime asked to stop (by `stop` or a signal handler)?
+    pub fn stop_requested(&self) -> bool {
+        self.shared.stop.load(Ordering::SeqCst)
+    }
+
+    /// A flag that stops the runtime when set (for signal handlers).
+    pub fn request_stop(&self) {
+        self.shared.stop.store(true, Ordering::SeqCst);
+    }
+
+    fn shutdown(&mut self) {
+        let sh = &self.shared;
+        sh.stop.store(true, Ordering::SeqCst);
+        sh.started.open();
+        for cpu in &sh.cpus {
+            {
+                let st = cpu.lock();
+                for t in &st.threads {
+                    t.sh.park.unpark();
+                    t.sh.gate.open();
+                }
+            }
+            cpu.kick();
+        }
+        sh.io.wake_top_half();
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+
+    /// Stop everything, restore every thread's policy, and report.
+    pub fn stop(mut self) -> Report {
+        let t_end = sys::now();
+        self.shutdown();
+        Report::collect(&self.shared, t_end)
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if !self.handles.is_empty() {
+            self.shutdown();
+        }
+    }
+}
+
+/// Pin the calling thread and make it SCHED_FIFO at `prio` (in FIFO mode).
+fn enter_thread(shared: &Shared, cpu: usize, prio: i32) -> Result<(), RtError> {
+    sys::pin(0, cpu)?;
+    if shared.mode == Mode::Fifo {
+        sys::set_fifo(0, prio)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn wake_task(shared: &Shared, task: TaskHandle, origin: Nanos) {
+    let Some(cpu) = shared.cpus.get(task.cpu) else {
+        return;
+    };
+    park::critical(|| {
+        let mut st = cpu.lock();
+        let now = sys::now();
+        let Some(t) = st.threads.get_mut(task.id.0) else {
+            return;
+        };
+        if t.waiting_wake {
+            t.waiting_wake = false;
+            t.wake_pending = Some(origin);
+            let sh = t.sh.clone();
+            let _ = st.sched.wakeup(now, task.id, None);
+            sh.gate.open();
+        } else if t.wake_pending.is_none() {
+            t.wake_pending = Some(origin);
+        }
+    });
+    cpu.kick();
+}
+
+/// What a managed thread's body sees.
+pub struct TaskCtx {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) cpu: Arc<CpuShared>,
+    pub(crate) id: ThreadId,
+    pub(crate) sh: Arc<ThreadShared>,
+}
+
+impl TaskCtx {
+    pub fn now(&self) -> Nanos {
+        sys::now()
+    }
+    /// When the runtime started (time 0 of periodic releases).
+    pub fn start_time(&self) -> Nanos {
+        Nanos(self.shared.t0.load(Ordering::SeqCst))
+    }
+    pub fn running(&self) -> bool {
+        !self.shared.stop.load(Ordering::SeqCst)
+    }
+    pub fn handle(&self) -> TaskHandle {
+        TaskHandle {
+            cpu: self
+                .shared
+                .cpus
+                .iter()
+                .position(|c| Arc::ptr_eq(c, &self.cpu))
+                .unwrap_or(0),
+            id: self.id,
+        }
+    }
+
+    /// Block (as far as the core is concerned) and let the thread go on
+    /// when `gate` opens.
+    fn block_and_wait(&self, set: impl FnOnce(&mut ThreadRec, Nanos) -> bool) -> bool {
+        let blocked = park::critical(|| {
+            let mut st = self.cpu.lock();
+            let now = sys::now();
+            let rec = &mut st.threads[self.id.0];
+            if !set(rec, now) {
+                return false;
+            }
+            self.sh.gate.close();
+            let _ = st.sched.block(now, self.id);
+            true
+        });
+        if blocked {
+            self.cpu.kick();
+            self.sh.gate.wait();
+        }
+        self.running()
+    }
+
+    /// Sleep until `t` (CLOCK_MONOTONIC); the supervisor releases the
+    /// thread. Returns `false` when the runtime stops.
+    pub fn wait_until(&self, t: Nanos) -> bool {
+        self.block_and_wait(|rec, now| {
+            if t <= now {
+                return false;
+            }
+            rec.release = Some(t);
+            true
+        })
+    }
+
+    /// Wait for a [`Runtime::wake`] or an event handler's `Event::wake`.
+    /// Records the latency from the waking event's arrival to now.
+    pub fn wait_wake(&self) -> bool {
+        let ok = self.block_and_wait(|rec, _| {
+            if rec.wake_pending.is_some() {
+                return false;
+            }
+            rec.waiting_wake = true;
+            true
+        });
+        let now = sys::now();
+        park::critical(|| {
+            let mut st = self.cpu.lock();
+            let rec = &mut st.threads[self.id.0];
+            rec.waiting_wake = false;
+            if let Some(origin) = rec.wake_pending.take() {
+                rec.wake_latency.record(now.saturating_sub(origin));
+            }
+        });
+        ok
+    }
+
+    /// A periodic job released at `release` has finished now.
+    pub(crate) fn job_done(&self, release: Nanos) {
+        let now = sys::now();
+        park::critical(|| {
+            let mut st = self.cpu.lock();
+            if let Some(p) = st.threads[self.id.0].periodic.as_mut() {
+                p.jobs += 1;
+                let r = now.saturating_sub(release);
+                p.response.record(r);
+                if r > p.deadline {
+                    p.misses += 1;
+                }
+            }
+        });
+    }
+
+    /// Cooperative budget check: park here if the supervisor wants it
+    /// (cheaper than the park signal; bottom halves call it between
+    /// handlers).
+    pub fn checkpoint(&self) {
+        self.sh.park.wait_while_wanted();
+    }
+}
+
+fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
+    let cpu = shared.cpus[h.cpu].clone();
+    let sh = cpu.lock().threads[h.id.0].sh.clone();
+    park::attach(&sh.park);
+    let tid = sys::gettid();
+    let original = sys::get_policy(0).ok();
+    let pinned = sys::pin(0, cpu.cpu);
+    let fifo = if shared.mode == Mode::Fifo {
+        sys::set_fifo(0, shared.cfg.bg_priority)
+    } else {
+        Ok(())
+    };
+    for r in [pinned, fifo] {
+        if let Err(e) = r {
+            shared.warn(format!("thread {}: {e}", h.id.0));
+        }
+    }
+    shared.started.wait();
+    let ctx = TaskCtx {
+        shared: shared.clone(),
+        cpu: cpu.clone(),
+        id: h.id,
+        sh: sh.clone(),
+    };
+    park::critical(|| {
+        let mut st = cpu.lock();
+        let now = sys::now();
+        let rec = &mut st.threads[h.id.0];
+        rec.tid = Some(tid);
+        rec.clock = Some(sys::thread_cpu_clock(tid));
+        rec.last_cpu = sys::clock(sys::thread_cpu_clock(tid)).unwrap_or(Nanos::ZERO);
+        rec.original = original;
+        rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
+        let _ = st.sched.wakeup(now, h.id, None);
+    });
+    cpu.kick();
+    if !shared.stop.load(Ordering::SeqCst) {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&ctx)));
+        if r.is_err() {
+            shared.warn(format!("task {} panicked; its thread ended", h.id.0));
+        }
+    }
+    leave_thread(&shared, &cpu, h.id, tid);
+}
+
+/// A managed thread ends: the core forgets it is runnable, its CPU time is
+/// taken a last time and its scheduling policy is restored.
+pub(crate) fn leave_thread(shared: &Shared, cpu: &CpuShared, id: ThreadId, tid: Tid) {
+    park::critical(|| {
+        let mut st = cpu.lock();
+        let now = sys::now();
+        let _ = st.sched.block(now, id);
+        let rec = &mut st.threads[id.0];
+        if let Some(c) = rec.clock.take() {
+            let t = sys::clock(c).unwrap_or(rec.last_cpu);
+            rec.cpu_total += t.saturating_sub(rec.last_cpu);
+            rec.last_cpu = t;
+        }
+        rec.tid = None;
+        if let Some(p) = rec.original {
+            if sys::set_policy(tid, p).is_err() {
+                shared.warn(format!("thread {}: policy not restored", rec.name));
+            }
+        }
+        rec.applied = None;
+    });
+    park::detach();
+    cpu.kick();
+}
+
+/// Map of fd -> binding kept by the top half (re-exported for `io`).
+pub(crate) type FdMap<T> = HashMap<RawFd, T>;

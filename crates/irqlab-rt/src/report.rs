@@ -1,0 +1,240 @@
+//! What a run produced: per-server CPU use, per-task jobs, misses and
+//! response times, per-class and per-upcall event counts and latencies,
+//! supervisor counters and warnings. Serializable to JSON; latency
+//! summaries carry percentiles from the core's histogram.
+
+use std::sync::atomic::Ordering;
+
+use irqlab_core::{LatencyRecorder, Nanos};
+use serde::Serialize;
+
+use crate::{Mode, Shared};
+
+/// Summary of one latency recorder, in nanoseconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Latency {
+    pub count: u64,
+    pub min: Option<u64>,
+    pub mean: Option<f64>,
+    pub p50: Option<u64>,
+    pub p99: Option<u64>,
+    pub max: Option<u64>,
+    pub std_dev: Option<f64>,
+    /// Histogram buckets `(low, high, count)` with a non-zero count.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub histogram: Vec<(u64, u64, u64)>,
+}
+
+impl Latency {
+    pub fn of(r: &LatencyRecorder) -> Latency {
+        let h = r.histogram();
+        Latency {
+            count: r.num(),
+            min: r.min().map(|n| n.0),
+            mean: r.mean(),
+            p50: h.quantile(0.5),
+            p99: h.quantile(0.99),
+            max: r.max().map(|n| n.0),
+            std_dev: r.std_dev(),
+            histogram: h.buckets().filter(|b| b.2 > 0).collect(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerReport {
+    pub name: String,
+    pub cpu: usize,
+    pub kind: &'static str,
+    pub budget_ns: Option<u64>,
+    pub period_ns: Option<u64>,
+    /// CPU time of the server's threads.
+    pub cpu_time_ns: u64,
+    /// `cpu_time / run time`.
+    pub share: f64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskReport {
+    pub name: String,
+    pub server: String,
+    pub cpu_time_ns: u64,
+    pub parks: u64,
+    pub period_ns: Option<u64>,
+    pub jobs: Option<u64>,
+    pub deadline_misses: Option<u64>,
+    pub response: Option<Latency>,
+    /// From a waking event's arrival to the task running.
+    pub wake: Latency,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct EventReport {
+    pub name: String,
+    /// "class" (bottom half on an I/O VCPU) or "upcall".
+    pub path: &'static str,
+    pub fds: Vec<i32>,
+    pub events: u64,
+    pub handled: u64,
+    pub items: u64,
+    pub panics: u64,
+    /// Events still queued at the stop (counted, not lost).
+    pub pending: u64,
+    /// Upcalls: events deferred for want of budget.
+    pub deferrals: u64,
+    /// Kernel-side drops on the fds (UDP receive-buffer overflows).
+    pub kernel_drops: u64,
+    pub closed: Vec<String>,
+    /// Arrival (top half) to handler start.
+    pub dispatch: Latency,
+    /// Arrival to handler end.
+    pub handling: Latency,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct SupervisorReport {
+    pub cpu: usize,
+    pub passes: u64,
+    pub priority_changes: u64,
+    pub throttles: u64,
+    pub errors: u64,
+}
+
+/// Everything a run produced.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub mode: Mode,
+    pub duration_ns: u64,
+    pub top_half_cpu_ns: u64,
+    pub servers: Vec<ServerReport>,
+    pub tasks: Vec<TaskReport>,
+    pub events: Vec<EventReport>,
+    pub supervisors: Vec<SupervisorReport>,
+    pub warnings: Vec<String>,
+}
+
+impl Report {
+    pub(crate) fn collect(shared: &Shared, t_end: Nanos) -> Report {
+        let t0 = Nanos(shared.t0.load(Ordering::SeqCst));
+        let dur = t_end.saturating_sub(t0);
+        let mut r = Report {
+            mode: shared.mode,
+            duration_ns: dur.0,
+            top_half_cpu_ns: shared
+                .io
+                .top_half_cpu
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .0,
+            servers: Vec::new(),
+            tasks: Vec::new(),
+            events: Vec::new(),
+            supervisors: Vec::new(),
+            warnings: shared
+                .warnings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+        };
+        for cpu in &shared.cpus {
+            let st = cpu.lock();
+            for (sid, s) in st.servers.iter().enumerate() {
+                let used: u64 = st
+                    .threads
+                    .iter()
+                    .filter(|t| t.server.0 == sid)
+                    .map(|t| t.cpu_total.0)
+                    .sum();
+                r.servers.push(ServerReport {
+                    name: s.name.clone(),
+                    cpu: cpu.cpu,
+                    kind: s.kind,
+                    budget_ns: s.budget.map(|b| b.0),
+                    period_ns: s.period.map(|p| p.0),
+                    cpu_time_ns: used,
+                    share: if dur.0 > 0 {
+                        used as f64 / dur.0 as f64
+                    } else {
+                        0.0
+                    },
+                });
+            }
+            for t in &st.threads {
+                r.tasks.push(TaskReport {
+                    name: t.name.clone(),
+                    server: st.servers[t.server.0].name.clone(),
+                    cpu_time_ns: t.cpu_total.0,
+                    parks: t.sh.park.parks.load(Ordering::Relaxed),
+                    period_ns: t.periodic.as_ref().map(|p| p.period.0),
+                    jobs: t.periodic.as_ref().map(|p| p.jobs),
+                    deadline_misses: t.periodic.as_ref().map(|p| p.misses),
+                    response: t.periodic.as_ref().map(|p| Latency::of(&p.response)),
+                    wake: Latency::of(&t.wake_latency),
+                });
+            }
+            for c in &st.classes {
+                r.events.push(EventReport {
+                    name: c.name.clone(),
+                    path: "class",
+                    fds: c.fds.clone(),
+                    events: c.events,
+                    handled: c.handled,
+                    items: c.items,
+                    panics: c.panics,
+                    pending: c.events - c.handled - c.panics,
+                    deferrals: 0,
+                    kernel_drops: c
+                        .fds
+                        .iter()
+                        .filter_map(|&f| crate::io::socket_drops(f))
+                        .sum(),
+                    closed: c.closed.clone(),
+                    dispatch: Latency::of(&c.dispatch),
+                    handling: Latency::of(&c.handling),
+                });
+            }
+            r.supervisors.push(SupervisorReport {
+                cpu: cpu.cpu,
+                passes: st.passes,
+                priority_changes: st.prio_changes,
+                throttles: st.throttles,
+                errors: st.errors,
+            });
+        }
+        for u in shared
+            .io
+            .upcalls
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+        {
+            r.events.push(EventReport {
+                name: u.name.clone(),
+                path: "upcall",
+                fds: vec![u.fd],
+                events: u.events,
+                handled: u.handled,
+                items: u.items,
+                panics: u.panics,
+                pending: u.events - u.handled - u.panics,
+                deferrals: u.deferrals,
+                kernel_drops: crate::io::socket_drops(u.fd).unwrap_or(0),
+                closed: u.closed.iter().cloned().collect(),
+                dispatch: Latency::of(&u.dispatch),
+                handling: Latency::of(&u.handling),
+            });
+        }
+        r
+    }
+
+    /// The event report named `name`.
+    pub fn event(&self, name: &str) -> Option<&EventReport> {
+        self.events.iter().find(|e| e.name == name)
+    }
+    pub fn task(&self, name: &str) -> Option<&TaskReport> {
+        self.tasks.iter().find(|t| t.name == name)
+    }
+    pub fn server(&self, name: &str) -> Option<&ServerReport> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}

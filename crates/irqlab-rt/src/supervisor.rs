@@ -1,0 +1,166 @@
+//! The per-CPU supervisor: `irqlab-core`'s scheduler run in real time.
+//!
+//! What it is: a SCHED_FIFO 99 thread pinned to its CPU. Each time it
+//! wakes (its doorbell, or the core's `next_update`) it (1) charges the
+//! dispatched server with the CPU time its threads really used, read from
+//! their per-thread CPU clocks (wall time the server did not use -- the top
+//! half, the supervisor itself, unmanaged blocking -- is excluded through
+//! `Scheduler::exclude`); (2) releases timed waits that are due; (3) calls
+//! `schedule(now)` (QUEST-VCPU Alg. 1); (4) carries out the `Dispatch`:
+//! the chosen server's threads get foreground FIFO priorities in the
+//! server's thread order, every other managed thread a low FIFO background
+//! priority, and the runnable threads of a depleted server without
+//! background mode are parked (see `park`); (5) sleeps until the earlier of
+//! `next_update` and the next timed release, never less than the
+//! minimum-sleep guard (a sleep of a few microseconds may return without a
+//! context switch and would starve the thread it is meant to let run).
+//!
+//! Design principles (the LITMUS^RT reservation contract): the core decides,
+//! the supervisor only feeds it time and events and carries out the
+//! decision; it never re-implements a policy. All shared state sits behind
+//! one lock per CPU; threads that block or wake take it briefly, tell the
+//! core, and ring the doorbell.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use irqlab_core::{Class, Nanos, PriorityKey, ServerId, ServerPolicy, ThreadId};
+
+use crate::sys;
+use crate::{CpuShared, CpuState, Mode, Shared};
+
+/// One supervisor pass with the CPU's lock held. Returns when to wake next.
+pub(crate) fn step(st: &mut CpuState, shared: &Shared, now: Nanos) -> Option<Nanos> {
+    st.passes += 1;
+    // (1) Charge the dispatched server with its threads' CPU time.
+    let current = st.sched.current().map(|(s, _)| s);
+    let mut used = Nanos::ZERO;
+    for t in st.threads.iter_mut() {
+        let Some(clock) = t.clock else { continue };
+        let cpu = sys::clock(clock).unwrap_or(t.last_cpu);
+        let d = cpu.saturating_sub(t.last_cpu);
+        t.last_cpu = cpu;
+        t.cpu_total += d;
+        if Some(t.server) == current {
+            used += d;
+        }
+    }
+    let wall = now.saturating_sub(st.last_step);
+    st.last_step = now;
+    if current.is_some() {
+        st.sched.exclude(wall.saturating_sub(used));
+    }
+    // (2) Timed waits that are due.
+    let mut next_release: Option<Nanos> = None;
+    for i in 0..st.threads.len() {
+        let Some(r) = st.threads[i].release else {
+            continue;
+        };
+        if r <= now {
+            st.threads[i].release = None;
+            // A thread id handed out by this CPU's scheduler: cannot fail.
+            let _ = st.sched.wakeup(now, ThreadId(i), None);
+            st.threads[i].sh.gate.open();
+        } else {
+            next_release = Some(next_release.map_or(r, |n: Nanos| n.min(r)));
+        }
+    }
+    // (3) QUEST-VCPU Alg. 1.
+    let Ok(d) = st.sched.schedule(now) else {
+        return next_release;
+    };
+    // (4) Carry out the dispatch.
+    for i in 0..st.threads.len() {
+        let Some(tid) = st.threads[i].tid else {
+            continue;
+        };
+        let sid = st.threads[i].server;
+        let dispatched = d.server == Some(sid);
+        if shared.mode == Mode::Fifo {
+            let want = if dispatched {
+                let key = st.sched.priority_key(sid).ok();
+                fg_priority(shared.cfg.fg_base, key, st.threads[i].prio)
+            } else {
+                shared.cfg.bg_priority
+            };
+            if st.threads[i].applied != Some(want) {
+                if sys::set_fifo(tid, want).is_ok() {
+                    st.threads[i].applied = Some(want);
+                    st.prio_changes += 1;
+                } else {
+                    st.errors += 1;
+                }
+            }
+        }
+        let runnable = st.sched.thread_runnable(ThreadId(i)).unwrap_or(false);
+        let throttle = runnable && !dispatched && depleted(st, sid);
+        if throttle {
+            if !st.threads[i].sh.park.is_wanted() {
+                st.throttles += 1;
+                if st.threads[i].sh.park.park(tid).is_err() {
+                    st.errors += 1;
+                }
+            }
+        } else {
+            st.threads[i].sh.park.unpark();
+        }
+    }
+    st.dispatched = d.server;
+    match (d.next_update, next_release) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Levels of server priority in the foreground band, and of thread
+/// priority inside a server.
+pub(crate) const SERVER_LEVELS: i32 = 60;
+pub(crate) const THREAD_LEVELS: u32 = 20;
+
+/// The SCHED_FIFO priority of a thread of the dispatched server: the
+/// server's priority key mapped monotonically onto `SERVER_LEVELS` levels
+/// (a quarter octave of period each: 10 us is near the top, 1 s at the
+/// bottom; deadline-class servers at the top), plus the thread's own
+/// priority (capped) to order threads inside the server. A PIBS I/O VCPU
+/// that inherits a Main VCPU's period (QUEST-VCPU Alg. 10) thus shows that
+/// Main VCPU's level.
+pub(crate) fn fg_priority(fg_base: i32, key: Option<PriorityKey>, thread_prio: u32) -> i32 {
+    let level = match key {
+        Some(k) if k.class == Class::Deadline => SERVER_LEVELS - 1,
+        Some(k) => {
+            let quarter_octaves = (4.0 * (k.key.max(1) as f64).log2()).floor() as i32;
+            (SERVER_LEVELS - 1 - (quarter_octaves - 52)).clamp(0, SERVER_LEVELS - 1)
+        }
+        None => 0,
+    };
+    fg_base + level + thread_prio.min(THREAD_LEVELS - 1) as i32
+}
+
+/// A server that has no budget and may not run in background mode.
+fn depleted(st: &CpuState, sid: ServerId) -> bool {
+    st.sched
+        .server(sid)
+        .map(|s| s.budget().is_zero() && !s.background())
+        .unwrap_or(false)
+}
+
+/// The supervisor thread's body.
+pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
+    let min_sleep = shared.cfg.min_sleep;
+    loop {
+        let next = {
+            let mut st = cpu.lock();
+            let now = sys::now();
+            step(&mut st, &shared, now)
+        };
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+        let timeout = next.map(|t| t.saturating_sub(sys::now()).max(min_sleep));
+        sys::wait_readable(cpu.doorbell.0, timeout);
+        sys::eventfd_drain(cpu.doorbell.0);
+        if shared.stop.load(Ordering::SeqCst) {
+            break;
+        }
+    }
+}

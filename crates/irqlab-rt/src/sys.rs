@@ -1,0 +1,314 @@
+//! Thin, checked wrappers of the Linux calls the runtime needs: clocks,
+//! per-thread CPU clocks, SCHED_FIFO, affinity, futexes, eventfd, epoll and
+//! signals.
+//!
+//! Design principles: one `unsafe` block per call, each with the invariant
+//! it relies on; every failure becomes an [`RtError`] naming the call and
+//! its argument, classified as not-permitted / unsupported / other so tests
+//! can skip with the kernel's reason.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use irqlab_core::Nanos;
+
+use crate::error::RtError;
+
+/// A kernel thread id.
+pub type Tid = libc::pid_t;
+
+fn ts_to_nanos(ts: libc::timespec) -> Nanos {
+    Nanos(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64)
+}
+
+fn nanos_to_ts(t: Nanos) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (t.0 / 1_000_000_000) as libc::time_t,
+        tv_nsec: (t.0 % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// Read a clock.
+pub fn clock(id: libc::clockid_t) -> Result<Nanos, RtError> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    if unsafe { libc::clock_gettime(id, &mut ts) } != 0 {
+        return Err(RtError::last_os(format!("clock_gettime({id})")));
+    }
+    Ok(ts_to_nanos(ts))
+}
+
+/// `CLOCK_MONOTONIC` now: the runtime's time base (the core's `now`).
+pub fn now() -> Nanos {
+    // CLOCK_MONOTONIC cannot fail on Linux; 0 would only be seen if it did.
+    clock(libc::CLOCK_MONOTONIC).unwrap_or(Nanos::ZERO)
+}
+
+/// CPU time consumed by the calling thread.
+pub fn own_cpu_time() -> Nanos {
+    clock(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(Nanos::ZERO)
+}
+
+/// The CPU-time clock of thread `tid` (Linux `MAKE_THREAD_CPUCLOCK(tid,
+/// CPUCLOCK_SCHED)`), readable from any thread of the process.
+pub fn thread_cpu_clock(tid: Tid) -> libc::clockid_t {
+    ((!tid) << 3) | 6
+}
+
+/// The calling thread's kernel id.
+pub fn gettid() -> Tid {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::gettid() }
+}
+
+/// Scheduling policy and priority of a thread, to restore it later.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct SchedPolicy {
+    pub policy: libc::c_int,
+    pub priority: libc::c_int,
+}
+
+impl SchedPolicy {
+    pub fn name(&self) -> &'static str {
+        match self.policy {
+            libc::SCHED_FIFO => "SCHED_FIFO",
+            libc::SCHED_RR => "SCHED_RR",
+            libc::SCHED_OTHER => "SCHED_OTHER",
+            libc::SCHED_BATCH => "SCHED_BATCH",
+            libc::SCHED_IDLE => "SCHED_IDLE",
+            6 => "SCHED_DEADLINE",
+            _ => "unknown",
+        }
+    }
+}
+
+/// The policy of thread `tid` (0: the caller).
+pub fn get_policy(tid: Tid) -> Result<SchedPolicy, RtError> {
+    // SAFETY: plain syscalls on a thread id; `p` is valid and writable.
+    let policy = unsafe { libc::sched_getscheduler(tid) };
+    if policy < 0 {
+        return Err(RtError::last_os(format!("sched_getscheduler(tid {tid})")));
+    }
+    let mut p = libc::sched_param { sched_priority: 0 };
+    if unsafe { libc::sched_getparam(tid, &mut p) } != 0 {
+        return Err(RtError::last_os(format!("sched_getparam(tid {tid})")));
+    }
+    Ok(SchedPolicy {
+        policy: policy & !libc::SCHED_RESET_ON_FORK,
+        priority: p.sched_priority,
+    })
+}
+
+/// Set the policy of thread `tid` (0: the caller).
+pub fn set_policy(tid: Tid, p: SchedPolicy) -> Result<(), RtError> {
+    let param = libc::sched_param {
+        sched_priority: p.priority,
+    };
+    // SAFETY: `param` is a valid sched_param for the call's duration.
+    if unsafe { libc::sched_setscheduler(tid, p.policy, &param) } != 0 {
+        return Err(RtError::last_os(format!(
+            "sched_setscheduler(tid {tid}, {}, {})",
+            p.name(),
+            p.priority
+        )));
+    }
+    Ok(())
+}
+
+/// SCHED_FIFO at `priority` (1..=99) for thread `tid`.
+pub fn set_fifo(tid: Tid, priority: i32) -> Result<(), RtError> {
+    set_policy(
+        tid,
+        SchedPolicy {
+            policy: libc::SCHED_FIFO,
+            priority,
+        },
+    )
+}
+
+/// Pin thread `tid` (0: the caller) to one CPU.
+pub fn pin(tid: Tid, cpu: usize) -> Result<(), RtError> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks `cpu` against
+    // the set's size (it panics beyond CPU_SETSIZE, checked first).
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if cpu >= libc::CPU_SETSIZE as usize {
+            return Err(RtError::config("cpu", cpu, "must be below CPU_SETSIZE"));
+        }
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(RtError::last_os(format!(
+                "sched_setaffinity(tid {tid}, cpu {cpu})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// CPUs this process may run on.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: `set` is plain data written by the kernel.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![0];
+        }
+        (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect()
+    }
+}
+
+/// Can this process use SCHED_FIFO? Tries it on the calling thread and
+/// restores the old policy. `Err` carries the kernel's reason.
+pub fn probe_fifo() -> Result<(), RtError> {
+    let old = get_policy(0)?;
+    set_fifo(0, 1)?;
+    set_policy(0, old)
+}
+
+/// Wait while `*word == expected` (FUTEX_WAIT, private). Returns on wake,
+/// on a value change, on a signal or after `timeout` (relative).
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Nanos>) {
+    let ts = timeout.map(nanos_to_ts);
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live, aligned u32; `tsp` is null or valid. The
+    // call is async-signal-safe (the park signal handler uses it).
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            tsp,
+        );
+    }
+}
+
+/// Wake every waiter on `word`.
+pub fn futex_wake(word: &AtomicU32) {
+    // SAFETY: `word` is a live, aligned u32.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        );
+    }
+}
+
+/// A binary "open/closed" gate threads wait on (futex based).
+#[derive(Debug, Default)]
+pub struct Gate(AtomicU32);
+
+impl Gate {
+    pub fn close(&self) {
+        self.0.store(0, Ordering::SeqCst);
+    }
+    pub fn open(&self) {
+        self.0.store(1, Ordering::SeqCst);
+        futex_wake(&self.0);
+    }
+    pub fn is_open(&self) -> bool {
+        self.0.load(Ordering::SeqCst) != 0
+    }
+    /// Wait until open.
+    pub fn wait(&self) {
+        while self.0.load(Ordering::SeqCst) == 0 {
+            futex_wait(&self.0, 0, None);
+        }
+    }
+}
+
+/// An owned file descriptor closed on drop.
+#[derive(Debug)]
+pub struct Fd(pub libc::c_int);
+
+impl Drop for Fd {
+    fn drop(&mut self) {
+        // SAFETY: the descriptor is owned by this value.
+        unsafe {
+            libc::close(self.0);
+        }
+    }
+}
+
+/// A non-blocking eventfd: the supervisor's doorbell and a test event source.
+pub fn eventfd() -> Result<Fd, RtError> {
+    // SAFETY: plain syscall.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(RtError::last_os("eventfd"));
+    }
+    Ok(Fd(fd))
+}
+
+/// Add 1 to an eventfd.
+pub fn eventfd_signal(fd: libc::c_int) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64. A full counter (EAGAIN) is
+    // fine: the reader is already due to wake.
+    unsafe {
+        libc::write(fd, (&one as *const u64).cast(), 8);
+    }
+}
+
+/// Drain an eventfd; returns its count (0 when empty).
+pub fn eventfd_drain(fd: libc::c_int) -> u64 {
+    let mut v: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64.
+    let n = unsafe { libc::read(fd, (&mut v as *mut u64).cast(), 8) };
+    if n == 8 {
+        v
+    } else {
+        0
+    }
+}
+
+/// Wait until `fd` is readable or `timeout` (relative; `None`: forever)
+/// passes. Interrupted waits return early.
+pub fn wait_readable(fd: libc::c_int, timeout: Option<Nanos>) {
+    let mut pfd = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    let ts = timeout.map(nanos_to_ts);
+    let tsp = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `pfd` and `tsp` are valid for the call.
+    unsafe {
+        libc::ppoll(&mut pfd, 1, tsp, std::ptr::null());
+    }
+}
+
+/// Send signal `sig` to thread `tid` of this process.
+pub fn tgkill(tid: Tid, sig: libc::c_int) -> Result<(), RtError> {
+    // SAFETY: plain syscall on ids.
+    let r = unsafe { libc::syscall(libc::SYS_tgkill, libc::getpid(), tid, sig) };
+    if r != 0 {
+        return Err(RtError::last_os(format!("tgkill(tid {tid}, signal {sig})")));
+    }
+    Ok(())
+}
+
+/// The RT throttling settings (`sched_rt_runtime_us`, `sched_rt_period_us`).
+/// A runtime below the period lets the kernel stall SCHED_FIFO threads
+/// (about 50 ms per second at the default 950000/1000000).
+pub fn rt_throttling() -> Option<(i64, i64)> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+    };
+    Some((
+        read("/proc/sys/kernel/sched_rt_runtime_us")?,
+        read("/proc/sys/kernel/sched_rt_period_us")?,
+    ))
+}
