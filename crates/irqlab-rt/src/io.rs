@@ -125,6 +125,7 @@ pub(crate) struct ClassState {
     pub handled: u64,
     pub items: u64,
     pub panics: u64,
+    pub kernel_drops: u64,
     pub closed: Vec<String>,
     pub dispatch: LatencyRecorder,
     pub handling: LatencyRecorder,
@@ -342,6 +343,7 @@ impl Runtime {
             handled: 0,
             items: 0,
             panics: 0,
+            kernel_drops: 0,
             closed: Vec::new(),
             dispatch: LatencyRecorder::new(SAMPLES, None),
             handling: LatencyRecorder::new(SAMPLES, None),
@@ -719,6 +721,11 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
             }
         });
     }
+    // The handlers own their fds: read the kernel's drop counts before
+    // dropping them.
+    let drops: u64 = handlers.keys().filter_map(|&fd| socket_drops(fd)).sum();
+    cpu.lock().classes[class.index].kernel_drops = drops;
+    drop(handlers);
     leave_thread(&shared, &cpu, id, tid);
 }
 

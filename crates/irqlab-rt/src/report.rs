@@ -183,11 +183,7 @@ impl Report {
                     panics: c.panics,
                     pending: c.events - c.handled - c.panics,
                     deferrals: 0,
-                    kernel_drops: c
-                        .fds
-                        .iter()
-                        .filter_map(|&f| crate::io::socket_drops(f))
-                        .sum(),
+                    kernel_drops: c.kernel_drops,
                     closed: c.closed.clone(),
                     dispatch: Latency::of(&c.dispatch),
                     handling: Latency::of(&c.handling),

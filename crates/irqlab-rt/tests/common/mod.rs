@@ -37,3 +37,88 @@ pub fn spin_cpu(d: irqlab_core::Nanos) {
         std::hint::spin_loop();
     }
 }
+
+use std::net::UdpSocket;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+/// A non-blocking UDP receiver on loopback.
+pub fn udp_receiver() -> UdpSocket {
+    let s = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    s.set_nonblocking(true).expect("nonblocking");
+    s
+}
+
+/// Handler body: receive up to `batch` datagrams, spending `work` of CPU
+/// on each (protocol processing); returns how many were received.
+pub fn drain(sock: &UdpSocket, batch: usize, work: irqlab_core::Nanos) -> u64 {
+    let mut buf = [0u8; 2048];
+    let mut n = 0;
+    while n < batch as u64 {
+        match sock.recv(&mut buf) {
+            Ok(_) => {
+                n += 1;
+                if work.0 > 0 {
+                    spin_cpu(work);
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    n
+}
+
+/// A sender thread on CPU 0 (not the runtime's CPU) sending 64-byte
+/// datagrams to `to`, one every `gap` (zero: as fast as it can), until
+/// `stop`; counts what it sent.
+pub struct Sender {
+    pub stop: Arc<AtomicBool>,
+    pub sent: Arc<AtomicU64>,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl Sender {
+    pub fn start(to: std::net::SocketAddr, gap: std::time::Duration) -> Sender {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
+        let (st, se) = (stop.clone(), sent.clone());
+        let handle = std::thread::spawn(move || {
+            let _ = irqlab_rt::sys::pin(0, 0);
+            let s = UdpSocket::bind("127.0.0.1:0").expect("bind sender");
+            let buf = [7u8; 64];
+            let mut next = std::time::Instant::now();
+            while !st.load(Ordering::Relaxed) {
+                if s.send_to(&buf, to).is_ok() {
+                    se.fetch_add(1, Ordering::Relaxed);
+                }
+                if !gap.is_zero() {
+                    next += gap;
+                    let now = std::time::Instant::now();
+                    if next > now {
+                        std::thread::sleep(next - now);
+                    }
+                }
+            }
+        });
+        Sender {
+            stop,
+            sent,
+            handle: Some(handle),
+        }
+    }
+
+    /// Stop and return how many datagrams were sent.
+    pub fn finish(mut self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+        self.sent.load(Ordering::Relaxed)
+    }
+}
+
+pub fn raw(s: &UdpSocket) -> i32 {
+    s.as_raw_fd()
+}

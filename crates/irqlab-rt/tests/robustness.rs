@@ -1,0 +1,178 @@
+//! Robustness of the I/O path: a panicking handler is caught and counted
+//! and its class keeps running; an fd that hangs up is reported and
+//! unbound; an upcall is bounded by its budget (UPCALL §3.2); a bad
+//! configuration is refused with the field, the value and the rule.
+
+mod common;
+
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{drain, raw, udp_receiver, Sender};
+use irqlab_core::{Nanos, Utilization};
+use irqlab_rt::{Config, IoServer, RtError, Runtime, UpcallBudget};
+
+#[test]
+fn panicking_handler_is_counted_and_class_keeps_running() {
+    let _g = common::serial();
+    let Some(mut rt) = common::fifo_runtime() else {
+        return;
+    };
+    let m = rt
+        .main_vcpu("m", Nanos::from_ms(2), Nanos::from_ms(10), None)
+        .expect("m");
+    let class = rt
+        .io_class(
+            "c",
+            IoServer::Pibs {
+                utilization: Utilization::new(20, 100).expect("u"),
+                serves: m,
+                inherit: Default::default(),
+            },
+            None,
+        )
+        .expect("class");
+    // The deliberate panics need no report (printing a backtrace in a
+    // debug build costs many budget periods); other panics keep theirs.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if info.payload().downcast_ref::<&str>() != Some(&"handler bug") {
+            default_hook(info);
+        }
+    }));
+    let sock = udp_receiver();
+    let to = sock.local_addr().expect("addr");
+    let calls = Arc::new(AtomicU64::new(0));
+    let c2 = calls.clone();
+    rt.bind_fd(raw(&sock), class, move |_| {
+        let n = drain(&sock, 64, Nanos::ZERO);
+        if c2.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+            panic!("handler bug");
+        }
+        n
+    })
+    .expect("bind");
+    // A pipe whose writer closes: its last event is handled, then it is
+    // reported and unbound.
+    let (r, mut w) = std::io::pipe().expect("pipe");
+    let rfd = r.as_raw_fd();
+    let pipe_class = rt
+        .io_class(
+            "pipe",
+            IoServer::Sporadic {
+                budget: Nanos::from_ms(1),
+                period: Nanos::from_ms(10),
+            },
+            None,
+        )
+        .expect("pipe class");
+    let mut r = r;
+    rt.bind_fd(rfd, pipe_class, move |_| {
+        use std::io::Read;
+        let mut buf = [0u8; 64];
+        r.read(&mut buf).unwrap_or(0) as u64
+    })
+    .expect("bind pipe");
+    rt.start().expect("start");
+    let tx = Sender::start(to, Duration::from_millis(1));
+    w.write_all(b"last words").expect("write");
+    drop(w);
+    std::thread::sleep(Duration::from_millis(300));
+    tx.finish();
+    let rep = rt.stop();
+    let c = rep.event("c").expect("class report");
+    eprintln!(
+        "events {} handled {} panics {}",
+        c.events, c.handled, c.panics
+    );
+    assert!(c.panics >= 10, "panics caught: {}", c.panics);
+    assert!(
+        c.handled >= 10,
+        "the class kept handling after panics: {}",
+        c.handled
+    );
+    assert_eq!(c.events, c.handled + c.panics + c.pending);
+    let p = rep.event("pipe").expect("pipe report");
+    assert!(p.items >= 10, "the pipe's data was read before unbinding");
+    assert_eq!(p.closed.len(), 1, "hang-up reported: {:?}", p.closed);
+}
+
+#[test]
+fn upcall_runs_in_top_half_within_its_budget() {
+    let _g = common::serial();
+    let Some(mut rt) = common::fifo_runtime() else {
+        return;
+    };
+    let sock = udp_receiver();
+    let to = sock.local_addr().expect("addr");
+    // 100 us per 10 ms = 1 % of a CPU; each datagram costs 50 us.
+    rt.register_upcall(
+        "up",
+        raw(&sock),
+        UpcallBudget {
+            budget: Nanos::from_us(100),
+            period: Nanos::from_ms(10),
+        },
+        move |_| drain(&sock, 4, Nanos::from_us(50)),
+    )
+    .expect("upcall");
+    rt.start().expect("start");
+    let tx = Sender::start(to, Duration::ZERO);
+    std::thread::sleep(Duration::from_millis(1000));
+    let sent = tx.finish();
+    let rep = rt.stop();
+    let u = rep.event("up").expect("upcall report");
+    eprintln!(
+        "upcall: sent {sent} events {} handled {} items {} deferrals {} top-half cpu {} ns",
+        u.events, u.handled, u.items, u.deferrals, rep.top_half_cpu_ns
+    );
+    assert!(u.handled > 10);
+    assert!(u.deferrals > 0, "a flood must exhaust a 1 % budget");
+    // 1 % of 1 s = 10 ms, plus one handler's overrun per period (at most
+    // 4 x 50 us) over 100 periods.
+    assert!(
+        rep.top_half_cpu_ns < 40_000_000,
+        "top half used {} ns under a 1 % upcall budget",
+        rep.top_half_cpu_ns
+    );
+}
+
+#[test]
+fn bad_configuration_names_field_value_and_rule() {
+    let cfg = Config {
+        cpus: vec![4096],
+        ..Config::default()
+    };
+    let e = Runtime::new(cfg).err().expect("refused");
+    assert!(matches!(e, RtError::Config { .. }), "{e}");
+    assert!(e.to_string().contains("4096"), "{e}");
+    let cfg = Config {
+        bg_priority: 0,
+        ..Config::default()
+    };
+    let e = Runtime::new(cfg).err().expect("refused");
+    assert!(e.to_string().contains("bg_priority = 0"), "{e}");
+    let Ok(mut rt) = Runtime::new(Config::default()) else {
+        return;
+    };
+    let e = rt
+        .main_vcpu("m", Nanos::from_ms(20), Nanos::from_ms(10), None)
+        .expect_err("budget above period");
+    assert!(e.to_string().contains("main_vcpu[m].budget"), "{e}");
+    let m = rt
+        .main_vcpu("m", Nanos::from_ms(2), Nanos::from_ms(10), None)
+        .expect("m");
+    let e = rt
+        .main_vcpu("m", Nanos::from_ms(2), Nanos::from_ms(10), None)
+        .expect_err("dup");
+    assert!(e.to_string().contains("unique"), "{e}");
+    let class = rt
+        .io_class("c", IoServer::Unbounded { rank: 0 }, None)
+        .expect("class");
+    let e = rt.bind_fd(987_654, class, |_| 0).expect_err("closed fd");
+    assert!(e.to_string().contains("987654"), "{e}");
+    let _ = m;
+}
