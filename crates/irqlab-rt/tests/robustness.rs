@@ -49,7 +49,7 @@ fn panicking_handler_is_counted_and_class_keeps_running() {
     let c2 = calls.clone();
     rt.bind_fd(raw(&sock), class, move |_| {
         let n = drain(&sock, 64, Nanos::ZERO);
-        if c2.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+        if c2.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
             panic!("handler bug");
         }
         n
