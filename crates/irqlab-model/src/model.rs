@@ -20,6 +20,8 @@ pub struct Model {
     pub machine: Machine,
     #[serde(default)]
     pub simulation: Simulation,
+    /// Required on every path but `hypervisor` (whose VCPUs are in `vms`).
+    #[serde(default)]
     pub vcpus: Vec<Vcpu>,
     #[serde(default)]
     pub tasks: Vec<Task>,
@@ -33,6 +35,9 @@ pub struct Model {
     /// Optional per-class settings (the task served by unsolicited events).
     #[serde(default)]
     pub classes: Vec<ClassSpec>,
+    /// The hypervisor machine (`path: hypervisor` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vms: Option<Vms>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -42,6 +47,9 @@ pub enum PathKind {
     Quest,
     QuestNoIovcpu,
     Linux,
+    /// Two-level scheduling under a hypervisor (VINT §III), with or without
+    /// vINT; the machine is described in `vms`.
+    Hypervisor,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -378,4 +386,270 @@ pub struct ClassSpec {
     /// Task on whose behalf unsolicited events of the class are handled.
     #[serde(default)]
     pub consumer: Option<String>,
+}
+
+// ---- the hypervisor machine (VINT §III, §V) ------------------------------
+
+/// A hypervisor machine (`machine.path: hypervisor`): physical interrupts
+/// handled by the hypervisor, guests (VMs) with VCPUs, guest tasks and
+/// virtual interrupts, some of them managed by vINT.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vms {
+    /// Cost of the inter-processor interrupt that delivers a virtual
+    /// interrupt to a VCPU on another CPU than its physical interrupt's
+    /// (VINT §III, Figure 2(b)); charged to the hypervisor on the VCPU's CPU.
+    #[serde(default)]
+    pub ipi: Option<Duration>,
+    /// Cost of the trapped and emulated EOI at the end of every guest ISR
+    /// (VINT §III, Step 3), charged to the VCPU (or its pseudo-VCPU); a
+    /// virtual interrupt may override it.
+    #[serde(default)]
+    pub eoi: Option<Duration>,
+    #[serde(default)]
+    pub physical_interrupts: Vec<PhysInterrupt>,
+    pub guests: Vec<Guest>,
+}
+
+/// A physical interrupt `I^pi = (C, T)` (VINT §III): pinned to `cpu`, its
+/// hypervisor ISR (`isr`, C) preempts every VCPU and every ISR of lower
+/// `priority`; one arrives every `min_interarrival` (T) plus up to
+/// `jitter`, from `start`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PhysInterrupt {
+    pub name: String,
+    #[serde(default)]
+    pub cpu: u32,
+    /// Priority at the interrupt controller (higher preempts lower).
+    #[serde(default)]
+    pub priority: u32,
+    pub isr: Duration,
+    pub min_interarrival: Duration,
+    #[serde(default)]
+    pub jitter: Option<Duration>,
+    #[serde(default)]
+    pub start: Option<Duration>,
+}
+
+/// A guest VM: its VCPUs (with their tasks) and its virtual interrupts.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Guest {
+    pub name: String,
+    pub vcpus: Vec<GuestVcpu>,
+    #[serde(default)]
+    pub virtual_interrupts: Vec<VirtInterrupt>,
+}
+
+/// VCPU budget replenishment (VINT §III); also the replenishment of a
+/// pseudo-VCPU and of its injection counter (VINT §V-B).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VmPolicy {
+    /// Full refill at every period boundary (release jitter `T - C`).
+    Deferrable,
+    /// What was used comes back one period after its use (no jitter).
+    Sporadic,
+}
+
+/// A VCPU `(C^v, T^v)` pinned to a physical CPU (VINT §III).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestVcpu {
+    pub name: String,
+    #[serde(default)]
+    pub cpu: u32,
+    pub policy: VmPolicy,
+    pub budget: Duration,
+    pub period: Duration,
+    /// Fixed priority 1..99 (higher is more urgent) instead of
+    /// rate-monotonic.
+    #[serde(default)]
+    pub priority: Option<u32>,
+    /// Sporadic only: replenishment queue bound (default 32).
+    #[serde(default)]
+    pub max_repl: Option<usize>,
+    #[serde(default)]
+    pub tasks: Vec<GuestTask>,
+}
+
+/// A guest task `(C, T)` with a fixed priority inside its VCPU (VINT §III):
+/// periodic (`period`), a background busy loop (`background: true`), or a
+/// DSR task, activated by the ISR of the virtual interrupt whose `dsr`
+/// names it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuestTask {
+    pub name: String,
+    /// Higher is more urgent; unique inside the VCPU.
+    #[serde(default = "one")]
+    pub priority: u32,
+    /// WCET (C); not for a background task.
+    #[serde(default)]
+    pub wcet: Option<Duration>,
+    /// Minimum inter-arrival time (T): released every period.
+    #[serde(default)]
+    pub period: Option<Duration>,
+    /// First release (periodic) or start (background).
+    #[serde(default)]
+    pub offset: Option<Duration>,
+    /// Always ready: computes for ever at its priority.
+    #[serde(default)]
+    pub background: bool,
+}
+
+/// A virtual interrupt `I^vi = (C, T)` (VINT §III): injected into `vcpu`
+/// when the ISR of physical interrupt `physical` completes; its guest ISR
+/// (`isr` plus the trapped EOI) runs above every task of the VCPU, then its
+/// DSR tasks (`dsr`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VirtInterrupt {
+    pub name: String,
+    /// The physical interrupt (by name) whose ISR injects it.
+    pub physical: String,
+    /// The VCPU of the same guest it is pinned to.
+    pub vcpu: String,
+    /// Priority at the emulated interrupt controller, unique in the VCPU.
+    #[serde(default)]
+    pub priority: u32,
+    pub isr: Duration,
+    /// EOI trap cost (default: `vms.eoi`).
+    #[serde(default)]
+    pub eoi: Option<Duration>,
+    /// Declared minimum inter-arrival time T^vi (default: the physical
+    /// interrupt's).
+    #[serde(default)]
+    pub min_interarrival: Option<Duration>,
+    /// The DSR tasks (names of tasks of `vcpu`) its ISR activates.
+    pub dsr: Vec<String>,
+    /// Managed by vINT: its pseudo-VCPU (VINT §V).
+    #[serde(default)]
+    pub vint: Option<Vint>,
+}
+
+/// The pseudo-VCPU of a virtual interrupt managed by vINT (VINT §V-A/B).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Vint {
+    /// Replenishment of the pseudo-VCPU and of its injection counter
+    /// (default: the VCPU's policy).
+    #[serde(default)]
+    pub policy: Option<VmPolicy>,
+    /// `T_p >= T^vi` (default: T^vi).
+    #[serde(default)]
+    pub period: Option<Duration>,
+    /// A duration, or `auto` (default): VINT Eq. 1, or Eq. 2 when the VCPU
+    /// has virtual interrupts not managed by vINT.
+    #[serde(default)]
+    pub budget: AutoDuration,
+    /// 1..999 (higher is more urgent), or `auto` (default): the VINT §V-A
+    /// order, by the original VCPU's priority, then by DSR priority.
+    #[serde(default)]
+    pub priority: AutoPriority,
+}
+
+/// A duration, or `auto`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum AutoDuration {
+    #[default]
+    Auto,
+    Value(Duration),
+}
+
+/// A priority, or `auto`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub enum AutoPriority {
+    #[default]
+    Auto,
+    Value(u32),
+}
+
+impl<'de> Deserialize<'de> for AutoDuration {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = AutoDuration;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration like 2ms, or auto")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<AutoDuration, E> {
+                if v.trim() == "auto" {
+                    return Ok(AutoDuration::Auto);
+                }
+                crate::units::parse_duration(v)
+                    .map(|n| AutoDuration::Value(Duration(n)))
+                    .map_err(E::custom)
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<AutoDuration, E> {
+                Err(E::custom(format!(
+                    "{v} has no unit (a duration like 2ms, or auto)"
+                )))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<AutoDuration, E> {
+                Err(E::custom(format!(
+                    "{v} has no unit (a duration like 2ms, or auto)"
+                )))
+            }
+            fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<AutoDuration, E> {
+                Err(E::custom(format!(
+                    "{v} has no unit (a duration like 2ms, or auto)"
+                )))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for AutoDuration {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AutoDuration::Auto => s.serialize_str("auto"),
+            AutoDuration::Value(d) => d.serialize(s),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for AutoPriority {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = AutoPriority;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a priority (an integer), or auto")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<AutoPriority, E> {
+                if v.trim() == "auto" {
+                    Ok(AutoPriority::Auto)
+                } else {
+                    Err(E::custom(format!(
+                        "\"{v}\" is not a priority (an integer, or auto)"
+                    )))
+                }
+            }
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<AutoPriority, E> {
+                u32::try_from(v)
+                    .map(AutoPriority::Value)
+                    .map_err(|_| E::custom(format!("{v} is too large for a priority")))
+            }
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<AutoPriority, E> {
+                if v < 0 {
+                    Err(E::custom(format!("{v} is negative")))
+                } else {
+                    self.visit_u64(v as u64)
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl Serialize for AutoPriority {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            AutoPriority::Auto => s.serialize_str("auto"),
+            AutoPriority::Value(p) => s.serialize_u32(*p),
+        }
+    }
 }

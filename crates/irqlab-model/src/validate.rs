@@ -14,7 +14,8 @@ use std::fmt;
 use irqlab_core::{Nanos, Utilization};
 
 use crate::model::{
-    ArrivalKind, DeviceKindName, MapEntry, Model, PathKind, Policy, Step, VcpuKind,
+    ArrivalKind, AutoDuration, AutoPriority, DeviceKindName, MapEntry, Model, PathKind, Policy,
+    Step, VcpuKind, VmPolicy, Vms,
 };
 
 /// One violation: where, what, which rule.
@@ -153,6 +154,43 @@ pub fn validate(m: &Model) -> Report {
                 );
             }
         }
+    }
+    match (&m.vms, m.machine.path) {
+        (Some(vms), PathKind::Hypervisor) => validate_vms(&mut r, vms, cpus),
+        (None, PathKind::Hypervisor) => r.err(
+            "vms",
+            "missing",
+            "path: hypervisor describes its machine under vms",
+        ),
+        (Some(_), _) => r.err("vms", "", "only for path: hypervisor"),
+        (None, _) => {}
+    }
+    if m.machine.path == PathKind::Hypervisor {
+        for (section, n) in [
+            ("vcpus", m.vcpus.len()),
+            ("tasks", m.tasks.len()),
+            ("devices", m.devices.len()),
+            ("xhci", m.xhci.len()),
+            ("bindings", m.bindings.len()),
+            ("classes", m.classes.len()),
+        ] {
+            if n > 0 {
+                r.err(
+                    section,
+                    format!("{n} entries"),
+                    "does not apply to path: hypervisor (VCPUs, tasks and interrupts go under vms)",
+                );
+            }
+        }
+    } else if m.vcpus.is_empty() {
+        r.err(
+            "vcpus",
+            "missing",
+            format!(
+                "the {} path needs at least one VCPU",
+                path_name(m.machine.path)
+            ),
+        );
     }
     if m.simulation.duration.0.is_zero() {
         r.err("simulation.duration", "0", "must be positive");
@@ -622,4 +660,357 @@ pub fn validate(m: &Model) -> Report {
         }
     }
     r
+}
+
+fn path_name(p: PathKind) -> &'static str {
+    match p {
+        PathKind::Quest => "quest",
+        PathKind::QuestNoIovcpu => "quest-no-iovcpu",
+        PathKind::Linux => "linux",
+        PathKind::Hypervisor => "hypervisor",
+    }
+}
+
+fn policy_name(p: VmPolicy) -> &'static str {
+    match p {
+        VmPolicy::Deferrable => "deferrable",
+        VmPolicy::Sporadic => "sporadic",
+    }
+}
+
+/// Largest interrupt and task priority: guest ISRs run above every guest
+/// task, and IPIs above every physical interrupt, in the simulator.
+pub const MAX_IRQ_PRIORITY: u32 = 999_999;
+
+/// The rules of the hypervisor machine (VINT §III, §V). Names of VCPUs,
+/// tasks, physical and virtual interrupts are unique machine-wide (they
+/// name the metrics); a virtual interrupt refers to a VCPU of its own guest
+/// and to DSR tasks of that VCPU.
+fn validate_vms(r: &mut Report, vms: &Vms, cpus: u32) {
+    let no_cpu = |r: &mut Report, path: String, cpu: u32| {
+        if cpu >= cpus {
+            r.err(path, cpu, format!("no such CPU (machine.cpus is {cpus})"));
+        }
+    };
+    let positive = |r: &mut Report, path: String, d: Nanos| {
+        if d.is_zero() {
+            r.err(path, d, "must be positive");
+        }
+    };
+    let unique = |r: &mut Report, seen: &mut BTreeMap<String, String>, path: String, n: &str| {
+        if n.trim().is_empty() {
+            r.err(path, "\"\"", "a name is required");
+        } else if let Some(first) = seen.get(n) {
+            r.err(path, n, format!("is used twice (first at {first})"));
+        } else {
+            seen.insert(n.to_owned(), path.trim_end_matches(".name").to_owned());
+        }
+    };
+
+    // ---- physical interrupts (VINT §III: C, T, a unique priority) -------
+    let mut phys_names = BTreeMap::new();
+    let mut phys_prio: BTreeMap<(u32, u32), usize> = BTreeMap::new();
+    for (i, p) in vms.physical_interrupts.iter().enumerate() {
+        let path = |f: &str| format!("vms.physical_interrupts[{i}].{f}");
+        unique(r, &mut phys_names, path("name"), &p.name);
+        no_cpu(r, path("cpu"), p.cpu);
+        positive(r, path("isr"), p.isr.0);
+        positive(r, path("min_interarrival"), p.min_interarrival.0);
+        if p.priority > MAX_IRQ_PRIORITY {
+            r.err(path("priority"), p.priority, "must be 0..999999");
+        } else if let Some(j) = phys_prio.insert((p.cpu, p.priority), i) {
+            r.err(
+                path("priority"),
+                p.priority,
+                format!("vms.physical_interrupts[{j}] has it too on cpu {}: physical interrupts have unique priorities (VINT §III)", p.cpu),
+            );
+        }
+    }
+
+    if vms.guests.is_empty() {
+        r.err("vms.guests", "[]", "describe at least one guest");
+    }
+    let mut guest_names = BTreeMap::new();
+    let mut vcpu_names = BTreeMap::new();
+    let mut task_names = BTreeMap::new();
+    let mut virq_names = BTreeMap::new();
+    // per CPU: utilization of the VCPU and explicit pseudo-VCPU budgets
+    let mut per_cpu: BTreeMap<u32, (f64, Vec<String>)> = BTreeMap::new();
+    // per CPU: pseudo-VCPUs with an explicit priority / with `auto`
+    let mut pseudo_prio: BTreeMap<u32, (BTreeMap<u32, String>, Vec<String>)> = BTreeMap::new();
+    for (g, guest) in vms.guests.iter().enumerate() {
+        let gp = format!("vms.guests[{g}]");
+        unique(r, &mut guest_names, format!("{gp}.name"), &guest.name);
+        if guest.vcpus.is_empty() {
+            r.err(format!("{gp}.vcpus"), "[]", "a guest has at least one VCPU");
+        }
+        // DSR tasks of this guest: (vcpu index, task name) -> virtual
+        // interrupt. A virtual interrupt whose VCPU is unknown (reported
+        // below) still makes the tasks it names DSR tasks, so that one
+        // mistake gives one error.
+        let mut dsr_of: BTreeMap<(usize, &str), &str> = BTreeMap::new();
+        for (k, v) in guest.virtual_interrupts.iter().enumerate() {
+            let vp = format!("{gp}.virtual_interrupts[{k}]");
+            let homes: Vec<usize> = match guest.vcpus.iter().position(|x| x.name == v.vcpu) {
+                Some(c) => vec![c],
+                None => (0..guest.vcpus.len()).collect(),
+            };
+            for (d, t) in v.dsr.iter().enumerate() {
+                for &c in &homes {
+                    if !guest.vcpus[c].tasks.iter().any(|x| &x.name == t) {
+                        continue; // reported below
+                    }
+                    if let Some(first) = dsr_of.insert((c, t.as_str()), v.name.as_str()) {
+                        dsr_of.insert((c, t.as_str()), first);
+                        if homes.len() == 1 {
+                            r.err(
+                                format!("{vp}.dsr[{d}]"),
+                                t,
+                                format!("is already a DSR task of virtual interrupt {first} (a DSR task belongs to one virtual interrupt)"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+
+        // ---- VCPUs and their tasks ------------------------------------
+        for (c, v) in guest.vcpus.iter().enumerate() {
+            let cp = format!("{gp}.vcpus[{c}]");
+            let path = |f: &str| format!("{cp}.{f}");
+            unique(r, &mut vcpu_names, path("name"), &v.name);
+            no_cpu(r, path("cpu"), v.cpu);
+            let (b, t) = (v.budget.0, v.period.0);
+            if t.is_zero() {
+                r.err(path("period"), t, "must be positive");
+            } else if b.is_zero() {
+                r.err(path("budget"), b, "must be positive");
+            } else if b > t {
+                r.err(path("budget"), b, format!("exceeds period {t}"));
+            } else if let Some(u) = util_of(b, t) {
+                let e = per_cpu.entry(v.cpu).or_default();
+                e.0 += u.as_f64();
+                e.1.push(format!("{} {}", v.name, u));
+            }
+            if let Some(p) = v.priority {
+                if !(1..=99).contains(&p) {
+                    r.err(
+                        path("priority"),
+                        p,
+                        "a VCPU priority is 1..99 (higher is more urgent)",
+                    );
+                }
+            }
+            if let Some(n) = v.max_repl {
+                if v.policy != VmPolicy::Sporadic {
+                    r.err(
+                        path("max_repl"),
+                        n,
+                        format!("does not apply to policy {}", policy_name(v.policy)),
+                    );
+                } else if n < 2 {
+                    r.err(path("max_repl"), n, "must be at least 2 (QUEST-VCPU Alg. 12 pushes the remnant into a second replenishment)");
+                }
+            }
+            let mut prios: BTreeMap<u32, usize> = BTreeMap::new();
+            for (k, task) in v.tasks.iter().enumerate() {
+                let tp = format!("{cp}.tasks[{k}]");
+                let path = |f: &str| format!("{tp}.{f}");
+                unique(r, &mut task_names, path("name"), &task.name);
+                if !(1..=MAX_IRQ_PRIORITY).contains(&task.priority) {
+                    r.err(
+                        path("priority"),
+                        task.priority,
+                        "a task priority is 1..999999 (higher is more urgent)",
+                    );
+                } else if let Some(j) = prios.insert(task.priority, k) {
+                    r.err(
+                        path("priority"),
+                        task.priority,
+                        format!("{cp}.tasks[{j}] has it too: tasks have unique priorities inside their VCPU (VINT §III)"),
+                    );
+                }
+                if let Some(w) = task.wcet {
+                    positive(r, path("wcet"), w.0);
+                }
+                if let Some(p) = task.period {
+                    positive(r, path("period"), p.0);
+                }
+                if let Some(virq) = dsr_of.get(&(c, task.name.as_str())) {
+                    let rule = format!("a DSR task is activated by its virtual interrupt ({virq}), not released on its own");
+                    for (f, given) in [
+                        ("period", task.period.is_some()),
+                        ("offset", task.offset.is_some()),
+                        ("background", task.background),
+                    ] {
+                        if given {
+                            r.err(path(f), "", rule.clone());
+                        }
+                    }
+                    if task.wcet.is_none() {
+                        r.err(path("wcet"), "missing", "a DSR task needs its WCET");
+                    }
+                } else if task.background {
+                    for (f, given) in [
+                        ("wcet", task.wcet.is_some()),
+                        ("period", task.period.is_some()),
+                    ] {
+                        if given {
+                            r.err(
+                                path(f),
+                                "",
+                                "a background task computes for ever (no wcet, no period)",
+                            );
+                        }
+                    }
+                } else {
+                    if task.period.is_none() {
+                        r.err(path("period"), "missing", "a task is periodic (period), background (background: true) or a DSR task (named in the dsr of a virtual interrupt of its VCPU)");
+                    }
+                    if task.wcet.is_none() {
+                        r.err(path("wcet"), "missing", "a periodic task needs its WCET");
+                    }
+                }
+            }
+        }
+
+        // ---- virtual interrupts (VINT §III) and vINT (§V) -------------
+        let mut virq_prio: BTreeMap<(usize, u32), usize> = BTreeMap::new();
+        for (k, v) in guest.virtual_interrupts.iter().enumerate() {
+            let vp = format!("{gp}.virtual_interrupts[{k}]");
+            let path = |f: &str| format!("{vp}.{f}");
+            unique(r, &mut virq_names, path("name"), &v.name);
+            let phys = vms
+                .physical_interrupts
+                .iter()
+                .find(|p| p.name == v.physical);
+            if phys.is_none() {
+                r.err(
+                    path("physical"),
+                    &v.physical,
+                    "no such physical interrupt (vms.physical_interrupts)",
+                );
+            }
+            let vcpu = guest.vcpus.iter().position(|x| x.name == v.vcpu);
+            if vcpu.is_none() {
+                let elsewhere = vms
+                    .guests
+                    .iter()
+                    .find(|o| o.vcpus.iter().any(|x| x.name == v.vcpu))
+                    .map(|o| format!(" (it belongs to guest {}: a virtual interrupt is pinned to a VCPU of its own guest)", o.name))
+                    .unwrap_or_default();
+                r.err(
+                    path("vcpu"),
+                    &v.vcpu,
+                    format!("no such VCPU in guest {}{elsewhere}", guest.name),
+                );
+            }
+            positive(r, path("isr"), v.isr.0);
+            if let Some(t) = v.min_interarrival {
+                positive(r, path("min_interarrival"), t.0);
+            }
+            if v.priority > MAX_IRQ_PRIORITY {
+                r.err(path("priority"), v.priority, "must be 0..999999");
+            } else if let Some(c) = vcpu {
+                if let Some(j) = virq_prio.insert((c, v.priority), k) {
+                    r.err(
+                        path("priority"),
+                        v.priority,
+                        format!("{gp}.virtual_interrupts[{j}] has it too on VCPU {}: virtual interrupts have unique priorities (VINT §III)", v.vcpu),
+                    );
+                }
+            }
+            if v.dsr.is_empty() {
+                r.err(path("dsr"), "[]", "name at least one DSR task of the VCPU (handling ends with the DSR, VINT Definition 2)");
+            }
+            let mut seen = BTreeSet::new();
+            for (d, t) in v.dsr.iter().enumerate() {
+                if !seen.insert(t.as_str()) {
+                    r.err(format!("{vp}.dsr[{d}]"), t, "is named twice");
+                    continue;
+                }
+                let Some(c) = vcpu else { continue };
+                if guest.vcpus[c].tasks.iter().any(|x| &x.name == t) {
+                    continue;
+                }
+                let home = vms
+                    .guests
+                    .iter()
+                    .flat_map(|o| o.vcpus.iter())
+                    .find(|x| x.tasks.iter().any(|y| &y.name == t))
+                    .map(|x| format!(" (it is a task of VCPU {}: a DSR task runs in the VCPU its virtual interrupt is pinned to)", x.name))
+                    .unwrap_or_default();
+                r.err(
+                    format!("{vp}.dsr[{d}]"),
+                    t,
+                    format!("no such task in VCPU {}{home}", v.vcpu),
+                );
+            }
+            let Some(vi) = &v.vint else { continue };
+            let t_vi = v
+                .min_interarrival
+                .map(|d| d.0)
+                .or(phys.map(|p| p.min_interarrival.0));
+            let period = vi.period.map(|d| d.0).or(t_vi);
+            if let Some(p) = vi.period {
+                if p.0.is_zero() {
+                    r.err(path("vint.period"), p.0, "must be positive");
+                } else if let Some(t) = t_vi.filter(|t| p.0 < *t) {
+                    r.err(
+                        path("vint.period"),
+                        p.0,
+                        format!(
+                            "is below the minimum inter-arrival time {t} (VINT §V-A: T_p >= T^vi)"
+                        ),
+                    );
+                }
+            }
+            if let AutoDuration::Value(b) = vi.budget {
+                if b.0.is_zero() {
+                    r.err(path("vint.budget"), b.0, "must be positive");
+                } else if let Some(t) = period.filter(|t| !t.is_zero()) {
+                    if b.0 > t {
+                        r.err(path("vint.budget"), b.0, format!("exceeds period {t}"));
+                    } else if let (Some(u), Some(c)) = (util_of(b.0, t), vcpu) {
+                        let e = per_cpu.entry(guest.vcpus[c].cpu).or_default();
+                        e.0 += u.as_f64();
+                        e.1.push(format!("{}.pseudo {}", v.name, u));
+                    }
+                }
+            }
+            if let Some(c) = vcpu {
+                let cpu = guest.vcpus[c].cpu;
+                let e = pseudo_prio.entry(cpu).or_default();
+                match vi.priority {
+                    AutoPriority::Auto => e.1.push(vp.clone()),
+                    AutoPriority::Value(q) if !(1..=999).contains(&q) => {
+                        r.err(path("vint.priority"), q, "a pseudo-VCPU priority is 1..999 (higher is more urgent; every pseudo-VCPU is above every VCPU, VINT §V-A), or auto")
+                    }
+                    AutoPriority::Value(q) => {
+                        if let Some(first) = e.0.insert(q, vp.clone()) {
+                            r.err(path("vint.priority"), q, format!("{first} has it too on cpu {cpu}: pseudo-VCPUs have unique priorities"));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (cpu, (explicit, auto)) in &pseudo_prio {
+        if let (Some((_, first)), Some(a)) = (explicit.iter().next(), auto.first()) {
+            r.err(
+                format!("{a}.vint.priority"),
+                "auto",
+                format!("{first} on the same cpu {cpu} has an explicit priority: on one CPU give every pseudo-VCPU a priority, or none"),
+            );
+        }
+    }
+    for (cpu, (u, parts)) in &per_cpu {
+        if *u > 1.0 + 1e-12 {
+            r.err(
+                format!("vms (cpu {cpu})"),
+                format!("{:.1}%", u * 100.0),
+                format!("the budgets exceed 100% of the CPU ({})", parts.join(", ")),
+            );
+        }
+    }
 }
