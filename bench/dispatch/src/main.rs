@@ -583,7 +583,7 @@ fn main() {
         line.insert("bench".into(), json!("dispatch"));
         line.insert(
             "mechanism".into(),
-            m.remove("mechanism").unwrap_or(Value::Null),
+            m.shift_remove("mechanism").unwrap_or(Value::Null),
         );
         line.insert("hogs".into(), json!(hogs));
         line.insert("sched_requested".into(), json!(policy));
