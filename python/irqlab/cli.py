@@ -22,6 +22,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.analyze",
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
+    "irqlab.commands.run",
 ]
 
 

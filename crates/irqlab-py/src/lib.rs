@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 mod analysis_api;
 mod core_api;
 mod model_api;
+mod rt_api;
 mod sim_api;
 
 #[pymodule]
@@ -17,6 +18,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sim_api::register(m)?;
     model_api::register(m)?;
     analysis_api::register(m)?;
+    rt_api::register(m)?;
     register_submodules(m)
 }
 

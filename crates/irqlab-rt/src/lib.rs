@@ -32,6 +32,7 @@ pub mod error;
 pub mod io;
 pub mod park;
 pub mod report;
+pub mod scenario;
 mod supervisor;
 pub mod sys;
 

@@ -28,13 +28,16 @@ pub struct Latency {
 impl Latency {
     pub fn of(r: &LatencyRecorder) -> Latency {
         let h = r.histogram();
+        // Histogram quantiles are bucket bounds: never above the true max.
+        let max = r.max().map(|n| n.0);
+        let q = |p: f64| h.quantile(p).map(|v| max.map_or(v, |m| v.min(m)));
         Latency {
             count: r.num(),
             min: r.min().map(|n| n.0),
             mean: r.mean(),
-            p50: h.quantile(0.5),
-            p99: h.quantile(0.99),
-            max: r.max().map(|n| n.0),
+            p50: q(0.5),
+            p99: q(0.99),
+            max,
             std_dev: r.std_dev(),
             histogram: h.buckets().filter(|b| b.2 > 0).collect(),
         }
@@ -232,5 +235,87 @@ impl Report {
     }
     pub fn server(&self, name: &str) -> Option<&ServerReport> {
         self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+/// Latencies above this go to the overflow count of the histogram file.
+const HIST_MAX_US: u64 = 10_000;
+
+impl Report {
+    /// The event paths' dispatch latencies (arrival to handler start) in
+    /// the order of `events`.
+    fn dispatch_columns(&self) -> Vec<(&str, &Latency)> {
+        self.events
+            .iter()
+            .map(|e| (e.name.as_str(), &e.dispatch))
+            .collect()
+    }
+
+    /// One cyclictest-style line per event path (microseconds), so scripts
+    /// that read cyclictest's summary read this too.
+    pub fn cyclictest_summary(&self) -> String {
+        let us = |v: Option<u64>| v.map_or(0, |n| n.div_ceil(1000));
+        let mut out = String::new();
+        for (i, (name, l)) in self.dispatch_columns().into_iter().enumerate() {
+            out.push_str(&format!(
+                "T:{i:2} ({name}) C:{:8} Min:{:7} Avg:{:7} Max:{:7}\n",
+                l.count,
+                us(l.min),
+                l.mean.map_or(0, |m| (m / 1000.0).round() as u64),
+                us(l.max),
+            ));
+        }
+        out
+    }
+
+    /// cyclictest's `--histfile` format: one row per microsecond
+    /// (`latency count count ...`, one column per event path), then the
+    /// `# Total`, `# Min/Avg/Max Latencies` and `# Histogram Overflows`
+    /// lines.
+    pub fn histogram_file(&self) -> String {
+        let cols = self.dispatch_columns();
+        let top = cols
+            .iter()
+            .filter_map(|(_, l)| l.max)
+            .max()
+            .map_or(0, |m| (m / 1000).min(HIST_MAX_US - 1));
+        let mut rows = vec![vec![0u64; cols.len()]; top as usize + 1];
+        let mut overflows = vec![0u64; cols.len()];
+        for (c, (_, l)) in cols.iter().enumerate() {
+            for &(low, _, n) in &l.histogram {
+                let us = low / 1000;
+                if us >= HIST_MAX_US {
+                    overflows[c] += n;
+                } else if let Some(r) = rows.get_mut(us as usize) {
+                    r[c] += n;
+                }
+            }
+        }
+        let mut out = String::new();
+        out.push_str("# irqlab run: dispatch latency (arrival to handler start), us\n");
+        out.push_str(&format!(
+            "# columns: {}\n",
+            cols.iter().map(|c| c.0).collect::<Vec<_>>().join(" ")
+        ));
+        for (us, r) in rows.iter().enumerate() {
+            out.push_str(&format!("{us:06}"));
+            for n in r {
+                out.push_str(&format!(" {n:06}"));
+            }
+            out.push('\n');
+        }
+        let line = |label: &str, f: &dyn Fn(&Latency) -> u64| {
+            let v: Vec<String> = cols.iter().map(|(_, l)| format!("{:05}", f(l))).collect();
+            format!("# {label}: {}\n", v.join(" "))
+        };
+        out.push_str(&line("Total", &|l| l.count));
+        out.push_str(&line("Min Latencies", &|l| l.min.map_or(0, |v| v / 1000)));
+        out.push_str(&line("Avg Latencies", &|l| {
+            l.mean.map_or(0, |m| (m / 1000.0) as u64)
+        }));
+        out.push_str(&line("Max Latencies", &|l| l.max.map_or(0, |v| v / 1000)));
+        let ov: Vec<String> = overflows.iter().map(|n| format!("{n:05}")).collect();
+        out.push_str(&format!("# Histogram Overflows: {}\n", ov.join(" ")));
+        out
     }
 }

@@ -1,0 +1,59 @@
+//! `irqlab._native.rt`: run a runtime scenario on real threads
+//! (`irqlab-rt`). Invalid scenarios raise `irqlab._native.rt.ScenarioError`
+//! (a `ValueError`) naming the field, the value and the rule; a missing
+//! privilege or kernel feature raises `RuntimeUnavailable` (an `OSError`)
+//! with the kernel's reason.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(
+    rt,
+    ScenarioError,
+    PyValueError,
+    "An invalid runtime scenario."
+);
+create_exception!(
+    rt,
+    RuntimeUnavailable,
+    PyOSError,
+    "The kernel does not permit what the runtime needs (SCHED_FIFO, io_uring...)."
+);
+
+/// Run scenario `text` (named `name`) for its duration (or `duration_ns`);
+/// returns `(result_json, cyclictest_summary, histogram_file)`. The GIL is
+/// released while the threads run; SIGINT/SIGTERM stop the run early.
+#[pyfunction]
+#[pyo3(signature = (name, text, duration_ns=None))]
+fn run_scenario(
+    py: Python<'_>,
+    name: &str,
+    text: &str,
+    duration_ns: Option<u64>,
+) -> PyResult<(String, String, String)> {
+    let r =
+        py.detach(|| irqlab_rt::scenario::run_str(name, text, duration_ns.map(irqlab_core::Nanos)));
+    let r = r.map_err(|e| match e {
+        irqlab_rt::RtError::Config { .. } => ScenarioError::new_err(e.to_string()),
+        e if e.is_unavailable() => RuntimeUnavailable::new_err(e.to_string()),
+        e => PyRuntimeError::new_err(e.to_string()),
+    })?;
+    let json = serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((
+        json,
+        r.report.cyclictest_summary(),
+        r.report.histogram_file(),
+    ))
+}
+
+pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    let m = PyModule::new(parent.py(), "rt")?;
+    m.add_function(wrap_pyfunction!(run_scenario, &m)?)?;
+    m.add("ScenarioError", parent.py().get_type::<ScenarioError>())?;
+    m.add(
+        "RuntimeUnavailable",
+        parent.py().get_type::<RuntimeUnavailable>(),
+    )?;
+    parent.add_submodule(&m)
+}

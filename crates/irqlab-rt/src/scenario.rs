@@ -1,0 +1,582 @@
+//! `irqlab run SCENARIO.yaml`: an rt-app-like workload on real file
+//! descriptors, described with the simulator model's vocabulary (`vcpus`
+//! with `kind: main|io`, `policy`, `budget`, `period`, `utilization`,
+//! `io_class`; `tasks` on a `vcpu`), plus `sources`: UDP sockets on
+//! loopback, eventfds, timerfds and pipes, each with a generator (a period
+//! or a flood) and bound either to an I/O class or to an upcall.
+//!
+//! Design principles: every key is known (`deny_unknown_fields`); every
+//! error names the field path, the value and the rule; generators run on a
+//! CPU the runtime does not manage, so their cost does not pollute the
+//! measurement; the run ends after `duration` or at SIGINT/SIGTERM, and
+//! the report accounts for every generated item (handled, dropped by the
+//! kernel, or still queued).
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::UdpSocket;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use irqlab_core::{Inherit, Nanos, Utilization};
+use irqlab_model::units::{parse_duration, parse_utilization};
+use serde::{Deserialize, Serialize};
+
+use crate::error::RtError;
+use crate::{sys, Backend, Config, IoServer, Report, Runtime, ServerHandle, UpcallBudget};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Scenario {
+    #[serde(default)]
+    runtime: RuntimeSpec,
+    vcpus: Vec<VcpuSpec>,
+    #[serde(default)]
+    tasks: Vec<TaskSpec>,
+    #[serde(default)]
+    sources: Vec<SourceSpec>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuntimeSpec {
+    cpus: Option<Vec<usize>>,
+    /// CPU of the generators (default: a CPU the runtime does not manage).
+    generator_cpu: Option<usize>,
+    duration: Option<String>,
+    #[serde(default)]
+    backend: Backend,
+    #[serde(default)]
+    require_fifo: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct VcpuSpec {
+    name: String,
+    #[serde(default = "main_kind")]
+    kind: String,
+    policy: String,
+    budget: Option<String>,
+    period: Option<String>,
+    utilization: Option<String>,
+    io_class: Option<String>,
+    /// PIBS: the Main VCPU whose period the I/O VCPU inherits.
+    serves: Option<String>,
+    /// `unbounded`: rank (smaller is more urgent); default 0 (highest).
+    rank: Option<u64>,
+    cpu: Option<usize>,
+}
+
+fn main_kind() -> String {
+    "main".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaskSpec {
+    name: String,
+    vcpu: String,
+    period: String,
+    /// CPU time per job.
+    work: String,
+    deadline: Option<String>,
+    #[serde(default)]
+    priority: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SourceSpec {
+    name: String,
+    kind: String,
+    /// Time between items; "0" (or "0s") floods.
+    interval: String,
+    /// CPU time the handler spends per item.
+    #[serde(default)]
+    work: Option<String>,
+    /// Items handled per handler invocation at most.
+    #[serde(default = "default_batch")]
+    batch: usize,
+    class: Option<String>,
+    upcall: Option<UpcallSpec>,
+}
+
+fn default_batch() -> usize {
+    32
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct UpcallSpec {
+    budget: String,
+    period: String,
+}
+
+fn dur(field: &str, v: &str) -> Result<Nanos, RtError> {
+    parse_duration(v).map_err(|e| RtError::config(field, v, e))
+}
+
+fn need<'a>(field: &str, v: &'a Option<String>, why: &str) -> Result<&'a str, RtError> {
+    v.as_deref()
+        .ok_or_else(|| RtError::config(field, "(missing)", why.to_string()))
+}
+
+/// `vcpus[i]`'s budget and period, with `0 < budget <= period`.
+fn budget_period(i: usize, v: &VcpuSpec) -> Result<(Nanos, Nanos), RtError> {
+    let f = |k: &str| format!("vcpus[{i}].{k}");
+    let b = need(&f("budget"), &v.budget, "a sporadic server needs a budget")?;
+    let p = need(&f("period"), &v.period, "a sporadic server needs a period")?;
+    let (bn, pn) = (dur(&f("budget"), b)?, dur(&f("period"), p)?);
+    if bn.is_zero() || bn > pn {
+        return Err(RtError::config(
+            f("budget"),
+            b,
+            format!("must be in (0, period = {p}]"),
+        ));
+    }
+    Ok((bn, pn))
+}
+
+/// What a run of a scenario produced: the runtime report plus, per source,
+/// what its generator sent.
+#[derive(Debug, Serialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub report: Report,
+    /// Items each event path's generators sent (keyed like
+    /// `report.events`: the I/O VCPU's name for a class, the source's name
+    /// for an upcall).
+    pub sent: HashMap<String, u64>,
+    pub interrupted: bool,
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Restores the previous SIGINT/SIGTERM handlers on drop.
+struct SignalGuard(Vec<(libc::c_int, libc::sigaction)>);
+
+impl SignalGuard {
+    fn install() -> SignalGuard {
+        STOP.store(false, Ordering::SeqCst);
+        let mut old = Vec::new();
+        for sig in [libc::SIGINT, libc::SIGTERM] {
+            // SAFETY: valid sigaction structs; the handler only stores an
+            // atomic.
+            unsafe {
+                let mut sa: libc::sigaction = std::mem::zeroed();
+                sa.sa_sigaction = on_stop_signal as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut sa.sa_mask);
+                let mut prev: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &sa, &mut prev) == 0 {
+                    old.push((sig, prev));
+                }
+            }
+        }
+        SignalGuard(old)
+    }
+}
+
+impl Drop for SignalGuard {
+    fn drop(&mut self) {
+        for (sig, prev) in &self.0 {
+            // SAFETY: restoring a sigaction read earlier.
+            unsafe {
+                libc::sigaction(*sig, prev, std::ptr::null_mut());
+            }
+        }
+    }
+}
+
+/// A generator thread writing to one source until stopped.
+struct Generator {
+    name: String,
+    sent: Arc<AtomicU64>,
+    handle: std::thread::JoinHandle<()>,
+}
+
+fn spin(work: Nanos) {
+    if work.is_zero() {
+        return;
+    }
+    let end = sys::own_cpu_time() + work;
+    while sys::own_cpu_time() < end {
+        std::hint::spin_loop();
+    }
+}
+
+/// Parse, validate and run `text` (the scenario file's contents) for its
+/// duration (or `duration` if given), stopping early at SIGINT/SIGTERM.
+pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunResult, RtError> {
+    let sc: Scenario = serde_yaml::from_str(text)
+        .map_err(|e| RtError::config(name, "(file)", format!("not a valid scenario: {e}")))?;
+    let allowed = sys::allowed_cpus();
+    let mut cfg = Config::default();
+    if let Some(c) = &sc.runtime.cpus {
+        cfg.cpus = c.clone();
+    }
+    cfg.backend = sc.runtime.backend;
+    cfg.require_fifo = sc.runtime.require_fifo;
+    let gen_cpu = sc
+        .runtime
+        .generator_cpu
+        .or_else(|| allowed.iter().copied().find(|c| !cfg.cpus.contains(c)));
+    let run_for = match (duration, &sc.runtime.duration) {
+        (Some(d), _) => d,
+        (None, Some(d)) => dur("runtime.duration", d)?,
+        (None, None) => Nanos::from_secs(5),
+    };
+    let mut rt = Runtime::new(cfg)?;
+    // VCPUs: Main VCPUs first (PIBS I/O VCPUs name the one they serve).
+    let mut mains: HashMap<&str, ServerHandle> = HashMap::new();
+    let mut classes = HashMap::new();
+    let mut class_vcpu: HashMap<String, String> = HashMap::new();
+    for (i, v) in sc.vcpus.iter().enumerate() {
+        let f = |k: &str| format!("vcpus[{i}].{k}");
+        match (v.kind.as_str(), v.policy.as_str()) {
+            ("main", "sporadic") => {
+                let (b, p) = budget_period(i, v)?;
+                mains.insert(&v.name, rt.main_vcpu(&v.name, b, p, v.cpu)?);
+            }
+            ("main", p) => {
+                return Err(RtError::config(
+                    f("policy"),
+                    p,
+                    "a Main VCPU is a sporadic server",
+                ))
+            }
+            ("io", _) => {}
+            (k, _) => return Err(RtError::config(f("kind"), k, "one of main, io")),
+        }
+    }
+    for (i, v) in sc.vcpus.iter().enumerate() {
+        if v.kind != "io" {
+            continue;
+        }
+        let f = |k: &str| format!("vcpus[{i}].{k}");
+        let class = need(
+            &f("io_class"),
+            &v.io_class,
+            "an I/O VCPU serves one I/O class",
+        )?;
+        let server = match v.policy.as_str() {
+            "pibs" => {
+                let u = need(
+                    &f("utilization"),
+                    &v.utilization,
+                    "a PIBS I/O VCPU needs a utilization",
+                )?;
+                let utilization: Utilization =
+                    parse_utilization(u).map_err(|e| RtError::config(f("utilization"), u, e))?;
+                let s = need(
+                    &f("serves"),
+                    &v.serves,
+                    "a PIBS I/O VCPU names the Main VCPU it serves",
+                )?;
+                let serves = *mains.get(s).ok_or_else(|| {
+                    RtError::config(f("serves"), s, "not a Main VCPU of this scenario")
+                })?;
+                IoServer::Pibs {
+                    utilization,
+                    serves,
+                    inherit: Inherit::Paper,
+                }
+            }
+            "sporadic" => {
+                let (budget, period) = budget_period(i, v)?;
+                IoServer::Sporadic { budget, period }
+            }
+            "unbounded" => IoServer::Unbounded {
+                rank: v.rank.unwrap_or(0),
+            },
+            p => {
+                return Err(RtError::config(
+                    f("policy"),
+                    p,
+                    "an I/O VCPU is pibs, sporadic or unbounded",
+                ))
+            }
+        };
+        if classes.contains_key(class) {
+            return Err(RtError::config(
+                f("io_class"),
+                class,
+                "served by another I/O VCPU already",
+            ));
+        }
+        classes.insert(class.to_string(), rt.io_class(&v.name, server, v.cpu)?);
+        class_vcpu.insert(class.to_string(), v.name.clone());
+    }
+    for (i, t) in sc.tasks.iter().enumerate() {
+        let f = |k: &str| format!("tasks[{i}].{k}");
+        let server = *mains.get(t.vcpu.as_str()).ok_or_else(|| {
+            RtError::config(f("vcpu"), &t.vcpu, "not a Main VCPU of this scenario")
+        })?;
+        let period = dur(&f("period"), &t.period)?;
+        let work = dur(&f("work"), &t.work)?;
+        let deadline = match &t.deadline {
+            Some(d) => dur(&f("deadline"), d)?,
+            None => period,
+        };
+        rt.spawn_periodic(server, &t.name, t.priority, period, deadline, move |_| {
+            spin(work)
+        })?;
+    }
+    // Sources: create the fds, bind them, and prepare their generators.
+    type Start = Box<dyn FnOnce(Arc<AtomicBool>, Arc<AtomicU64>) + Send>;
+    let mut starts: Vec<(String, Start)> = Vec::new();
+    for (i, s) in sc.sources.iter().enumerate() {
+        let f = |k: &str| format!("sources[{i}].{k}");
+        let interval = dur(&f("interval"), &s.interval)?;
+        let work = match &s.work {
+            Some(w) => dur(&f("work"), w)?,
+            None => Nanos::ZERO,
+        };
+        if s.batch == 0 {
+            return Err(RtError::config(
+                f("batch"),
+                0,
+                "at least 1 item per invocation",
+            ));
+        }
+        let batch = s.batch;
+        let (fd, handler, start): (i32, Box<dyn FnMut() -> u64 + Send>, Option<Start>) =
+            match s.kind.as_str() {
+                "udp" => {
+                    let rx = UdpSocket::bind("127.0.0.1:0")
+                        .and_then(|r| r.set_nonblocking(true).map(|_| r))
+                        .map_err(|e| RtError::from_io(f("kind"), e))?;
+                    let to = rx
+                        .local_addr()
+                        .map_err(|e| RtError::from_io(f("kind"), e))?;
+                    let fd = rx.as_raw_fd();
+                    let h = move || {
+                        let mut buf = [0u8; 2048];
+                        let mut n = 0;
+                        while n < batch as u64 && rx.recv(&mut buf).is_ok() {
+                            n += 1;
+                            spin(work);
+                        }
+                        n
+                    };
+                    let st: Start = Box::new(move |stop, sent| {
+                        let Ok(tx) = UdpSocket::bind("127.0.0.1:0") else {
+                            return;
+                        };
+                        let buf = [0u8; 64];
+                        pace(interval, &stop, || {
+                            if tx.send_to(&buf, to).is_ok() {
+                                sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    });
+                    (fd, Box::new(h), Some(st))
+                }
+                "eventfd" | "pipe" => {
+                    let (r, w): (OwnedFd, OwnedFd) = if s.kind == "eventfd" {
+                        let e = sys::eventfd()?;
+                        // SAFETY: dup of a live descriptor, owned by the result.
+                        let d = unsafe { libc::dup(e.0) };
+                        if d < 0 {
+                            return Err(RtError::last_os("dup(eventfd)"));
+                        }
+                        let raw = e.0;
+                        std::mem::forget(e);
+                        // SAFETY: both descriptors are open and now owned here.
+                        unsafe { (OwnedFd::from_raw_fd(raw), OwnedFd::from_raw_fd(d)) }
+                    } else {
+                        let (r, w) = std::io::pipe().map_err(|e| RtError::from_io(f("kind"), e))?;
+                        (OwnedFd::from(r), OwnedFd::from(w))
+                    };
+                    // SAFETY: F_SETFL on an owned descriptor.
+                    unsafe {
+                        libc::fcntl(r.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+                    }
+                    let fd = r.as_raw_fd();
+                    let is_pipe = s.kind == "pipe";
+                    let mut file = std::fs::File::from(r);
+                    let h = move || {
+                        // eventfd: one read returns the count; pipe: 8-byte items.
+                        let mut n = 0;
+                        let mut buf = [0u8; 8];
+                        while n < batch as u64 {
+                            match file.read(&mut buf) {
+                                Ok(8) if !is_pipe => {
+                                    let c = u64::from_ne_bytes(buf);
+                                    for _ in 0..c {
+                                        spin(work);
+                                    }
+                                    n += c;
+                                    break;
+                                }
+                                Ok(k) if k > 0 => {
+                                    n += 1;
+                                    spin(work);
+                                }
+                                _ => break,
+                            }
+                        }
+                        n
+                    };
+                    let mut wf = std::fs::File::from(w);
+                    let st: Start = Box::new(move |stop, sent| {
+                        let one = 1u64.to_ne_bytes();
+                        pace(interval, &stop, || {
+                            if wf.write_all(&one).is_ok() {
+                                sent.fetch_add(1, Ordering::Relaxed);
+                            }
+                        });
+                    });
+                    (fd, Box::new(h), Some(st))
+                }
+                "timerfd" => {
+                    if interval.is_zero() {
+                        return Err(RtError::config(
+                            f("interval"),
+                            &s.interval,
+                            "a timerfd needs a period",
+                        ));
+                    }
+                    // SAFETY: creates a descriptor owned below.
+                    let t = unsafe {
+                        libc::timerfd_create(
+                            libc::CLOCK_MONOTONIC,
+                            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+                        )
+                    };
+                    if t < 0 {
+                        return Err(RtError::last_os("timerfd_create"));
+                    }
+                    // SAFETY: `t` is a fresh descriptor.
+                    let mut file = std::fs::File::from(unsafe { OwnedFd::from_raw_fd(t) });
+                    let ts = libc::timespec {
+                        tv_sec: (interval.0 / 1_000_000_000) as libc::time_t,
+                        tv_nsec: (interval.0 % 1_000_000_000) as libc::c_long,
+                    };
+                    let spec = libc::itimerspec {
+                        it_interval: ts,
+                        it_value: ts,
+                    };
+                    // SAFETY: valid itimerspec.
+                    if unsafe { libc::timerfd_settime(t, 0, &spec, std::ptr::null_mut()) } != 0 {
+                        return Err(RtError::last_os("timerfd_settime"));
+                    }
+                    let h = move || {
+                        let mut buf = [0u8; 8];
+                        match file.read(&mut buf) {
+                            Ok(8) => {
+                                let c = u64::from_ne_bytes(buf);
+                                for _ in 0..c {
+                                    spin(work);
+                                }
+                                c
+                            }
+                            _ => 0,
+                        }
+                    };
+                    (t, Box::new(h), None)
+                }
+                k => {
+                    return Err(RtError::config(
+                        f("kind"),
+                        k,
+                        "one of udp, eventfd, pipe, timerfd",
+                    ))
+                }
+            };
+        let mut handler = handler;
+        match (&s.class, &s.upcall) {
+            (Some(c), None) => {
+                let class = *classes.get(c.as_str()).ok_or_else(|| {
+                    RtError::config(
+                        f("class"),
+                        c,
+                        "no I/O VCPU of this scenario serves this io_class",
+                    )
+                })?;
+                rt.bind_fd(fd, class, move |_| handler())?;
+            }
+            (None, Some(u)) => {
+                let budget = UpcallBudget {
+                    budget: dur(&f("upcall.budget"), &u.budget)?,
+                    period: dur(&f("upcall.period"), &u.period)?,
+                };
+                rt.register_upcall(&s.name, fd, budget, move |_| handler())?;
+            }
+            _ => {
+                return Err(RtError::config(
+                    f("class"),
+                    format!("{:?} / upcall {}", s.class, s.upcall.is_some()),
+                    "a source has exactly one of `class` and `upcall`",
+                ))
+            }
+        }
+        if let Some(st) = start {
+            let path = match &s.class {
+                Some(c) => class_vcpu[c.as_str()].clone(),
+                None => s.name.clone(),
+            };
+            starts.push((path, st));
+        }
+    }
+    let _signals = SignalGuard::install();
+    rt.start()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut gens = Vec::new();
+    for (name, st) in starts {
+        let sent = Arc::new(AtomicU64::new(0));
+        let (s2, n2) = (stop.clone(), sent.clone());
+        let handle = std::thread::Builder::new()
+            .name(format!("irqlab-gen-{name}"))
+            .spawn(move || {
+                if let Some(c) = gen_cpu {
+                    let _ = sys::pin(0, c);
+                }
+                st(s2, n2)
+            })
+            .map_err(|e| RtError::from_io("spawn generator", e))?;
+        gens.push(Generator { name, sent, handle });
+    }
+    let t_end = sys::now() + run_for;
+    while sys::now() < t_end && !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(10).min(Duration::from_nanos(
+            t_end.saturating_sub(sys::now()).0.max(1),
+        )));
+    }
+    stop.store(true, Ordering::SeqCst);
+    let mut sent = HashMap::new();
+    for g in gens {
+        let _ = g.handle.join();
+        *sent.entry(g.name).or_insert(0) += g.sent.load(Ordering::Relaxed);
+    }
+    let report = rt.stop();
+    Ok(RunResult {
+        scenario: name.to_string(),
+        report,
+        sent,
+        interrupted: STOP.load(Ordering::SeqCst),
+    })
+}
+
+/// Call `f` every `interval` (absolute pacing; zero: back to back) until
+/// `stop`.
+fn pace(interval: Nanos, stop: &AtomicBool, mut f: impl FnMut()) {
+    let mut next = sys::now();
+    while !stop.load(Ordering::Relaxed) {
+        f();
+        if interval.is_zero() {
+            continue;
+        }
+        next += interval;
+        let now = sys::now();
+        if next > now {
+            std::thread::sleep(Duration::from_nanos((next - now).0));
+        }
+    }
+}

@@ -1,0 +1,99 @@
+"""``irqlab run``: runtime scenarios on real threads (irqlab-rt).
+
+The run tests need SCHED_FIFO for their timing claims; without it the
+runtime falls back to park-only mode and these tests skip with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from irqlab import runtime
+from irqlab.cli import main
+
+
+def _fifo_or_skip(out: runtime.RunOutput) -> None:
+    if out.report["mode"] != "fifo":
+        pytest.skip(f"SCHED_FIFO not permitted: {out.report['warnings']}")
+
+
+def test_shipped_isolation_scenario_runs_and_accounts_for_every_item(tmp_path: Path) -> None:
+    assert "isolation" in runtime.scenarios()
+    code = main(["run", "isolation", "--duration", "1s", "--out", str(tmp_path)])
+    assert code == 0
+    result = json.loads((tmp_path / "run.json").read_text())
+    rep = result["report"]
+    if rep["mode"] != "fifo":
+        pytest.skip(f"SCHED_FIFO not permitted: {rep['warnings']}")
+    events = {e["name"]: e for e in rep["events"]}
+    flood = events["io.flood"]
+    sent = result["sent"]["io.flood"]
+    # Handled + dropped by the kernel + left in the socket buffer = sent.
+    assert flood["items"] + flood["kernel_drops"] <= sent
+    assert sent - flood["items"] - flood["kernel_drops"] < 5000
+    assert events["io.sensor"]["items"] == result["sent"]["io.sensor"]
+    control = next(t for t in rep["tasks"] if t["name"] == "control")
+    assert control["jobs"] >= 90
+    assert control["deadline_misses"] == 0
+    servers = {s["name"]: s for s in rep["servers"]}
+    assert servers["io.flood"]["share"] <= 0.07
+    hist = (tmp_path / "histogram.txt").read_text().splitlines()
+    total = next(line for line in hist if line.startswith("# Total:"))
+    counts = [int(x) for x in total.split(":")[1].split()]
+    assert counts == [e["dispatch"]["count"] for e in rep["events"]]
+    rows = [line.split() for line in hist if not line.startswith("#")]
+    assert sum(int(r[1]) for r in rows) <= counts[0]
+
+
+def test_flood_without_io_vcpu_makes_control_miss(tmp_path: Path) -> None:
+    text = runtime.scenario_path("isolation").read_text()
+    text = text.replace(
+        "{name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood, serves: bulk}",
+        "{name: io.flood, kind: io, policy: unbounded, io_class: flood}",
+    )
+    assert "unbounded" in text
+    path = tmp_path / "no-io-vcpu.yaml"
+    path.write_text(text)
+    out = runtime.run(path, 1_000_000_000)
+    _fifo_or_skip(out)
+    control = next(t for t in out.report["tasks"] if t["name"] == "control")
+    assert control["deadline_misses"] > 0 or control["jobs"] < 90
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        ("tasks:\n", "tasks:\n  - {name: x, vcpu: ctl, period: 10ms, work: 1ms, colour: red}\n"),
+        ("budget: 1ms, period: 10ms", "budget: 20ms, period: 10ms"),
+        ("class: sensor}", "class: nosuch}"),
+        ("interval: 2ms", "interval: 2 parsecs"),
+    ],
+)
+def test_bad_scenario_names_field_value_and_rule(tmp_path: Path, patch: str, needle: str) -> None:
+    text = runtime.scenario_path("isolation").read_text()
+    assert patch in text
+    path = tmp_path / "bad.yaml"
+    path.write_text(text.replace(patch, needle, 1))
+    with pytest.raises(runtime.ScenarioError) as e:
+        runtime.run(path, 10_000_000)
+    msg = str(e.value)
+    expected = {
+        "colour": "colour",
+        "20ms": "vcpus[0].budget",
+        "nosuch": "sources[0].class = nosuch",
+        "parsecs": "sources[0].interval = 2 parsecs",
+    }
+    key = next(k for k in expected if k in needle)
+    assert expected[key] in msg, msg
+
+
+def test_cli_reports_bad_scenario_as_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("vcpus: []\nbogus: 1\n")
+    assert main(["run", str(path), "--out", str(tmp_path)]) == 2
+    assert "bogus" in capsys.readouterr().err
