@@ -153,3 +153,88 @@ def test_more_scenarios_equal_the_experiments(name: str, module: str, args: tupl
     a, b = simulate(yaml_cfg).metrics, simulate(cfg).metrics
     assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
     assert sum(d["handled"] for d in a["devices"]) > 0
+
+
+@pytest.mark.parametrize("name", scenarios())
+def test_every_shipped_scenario_checks(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every scenario file shipped with irqlab is a valid model."""
+    assert main(["check", str(scenario_path(name))]) == 0, capsys.readouterr().err
+    assert "valid" in capsys.readouterr().out
+
+
+def test_vint_case_scenario_equals_the_experiment(capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    """vint-case.yaml (the `vms` model of VINT §VII-C with vINT on) lowers to
+    the system of vint-case-rtt's vINT scheme: the same metrics bit for bit."""
+    from irqlab.experiments import vint_case_rtt
+
+    cfg = vint_case_rtt.config("vINT", 10_000_000_000)
+    yaml_cfg = load(scenario_path("vint-case")).sim_config
+    for c in (cfg, yaml_cfg):
+        c["duration"] = 2_000_000_000
+    a, b = simulate(yaml_cfg).metrics, simulate(cfg).metrics
+    assert json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)
+    assert a["virqs"][0]["handled"] > 1000
+    assert main(["check", str(scenario_path("vint-case"))]) == 0
+    out = capsys.readouterr().out
+    assert "vnic.pseudo (pseudo-VCPU, deferrable 20.00%, rank 1)" in out
+    assert "netperf-rx (DSR of vnic)" in out
+    assert main(["simulate", str(scenario_path("vint-case")), "--out", str(tmp_path / "o"),
+                 "--duration", "200ms"]) == 0
+    out = capsys.readouterr().out
+    assert "virtual interrupt vnic:" in out and "physical interrupt nic:" in out
+
+
+HYPERVISOR = """
+machine: {cpus: 1, path: hypervisor}
+simulation: {duration: 100ms}
+vms:
+  eoi: 2us
+  physical_interrupts: [{name: nic, isr: 5us, min_interarrival: 1ms}]
+  guests:
+    - name: guest
+      vcpus:
+        - name: v1
+          policy: sporadic
+          budget: 2ms
+          period: 10ms
+          tasks:
+            - {name: rx, priority: 10, wcet: 30us}
+            - {name: app, priority: 5, wcet: 1ms, period: 20ms}
+      virtual_interrupts:
+        - {name: vnic, physical: nic, vcpu: v1, isr: 10us, dsr: [rx], vint: {period: 2ms}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("budget: 2ms", "budget: 12ms", "vms.guests[0].vcpus[0].budget: 12ms: exceeds period 10ms"),
+        ("period: 10ms", "period: 0s", "vms.guests[0].vcpus[0].period: 0: must be positive"),
+        ("policy: sporadic", "policy: sporadic\n          colour: red",
+         "vms.guests[0].vcpus[0]: unknown field `colour`"),
+        ("vcpu: v1", "vcpu: v2",
+         "vms.guests[0].virtual_interrupts[0].vcpu: v2: no such VCPU in guest guest"),
+        ("dsr: [rx]", "dsr: [app]", "vms.guests[0].vcpus[0].tasks[1].period: a DSR task is "
+         "activated by its virtual interrupt (vnic), not released on its own"),
+        ("dsr: [rx]", "dsr: [tx]", "dsr[0]: tx: no such task in VCPU v1"),
+        ("isr: 5us,", "cpu: 3, isr: 5us,",
+         "vms.physical_interrupts[0].cpu: 3: no such CPU (machine.cpus is 1)"),
+        ("period: 2ms}", "period: 500us}",
+         "vint.period: 500us: is below the minimum inter-arrival time 1ms (VINT §V-A"),
+        # VINT Eq. 1, resolved while lowering: ceil(2 ms / 1 ms) x
+        # (1100 + 2 + 30) us = 2.264 ms per 2 ms
+        ("isr: 10us", "isr: 1100us",
+         "vint.budget: auto = 2264us: the budget VINT Eq. 1/2 asks for exceeds"),
+    ],
+)
+def test_hypervisor_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     old: str, new: str, message: str) -> None:
+    assert main(["check", str(write(tmp_path, HYPERVISOR))]) == 0
+    capsys.readouterr()
+    assert old in HYPERVISOR
+    path = write(tmp_path, HYPERVISOR.replace(old, new, 1))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err, err
+    assert "Traceback" not in err

@@ -28,10 +28,44 @@ def utilization(server: dict) -> Fraction | None:
     return Fraction(c, server["period"]) if c and server.get("period") else None
 
 
+def hypervisor_summary(model: dict, cfg: dict) -> None:
+    """VCPUs and pseudo-VCPUs per CPU (with the resolved `auto` budgets and
+    ranks), guest tasks, physical and virtual interrupts of a `vms` model."""
+    per_cpu: dict[int, list[str]] = defaultdict(list)
+    for s in cfg["servers"]:
+        u = utilization(s)
+        per_cpu[s["cpu"]].append(f"{s['name']} ({s['policy']} {float(u) * 100:.2f}%)")
+    for v in cfg["virqs"]:
+        p = v.get("pseudo")
+        if p:
+            cpu = cfg["servers"][v["vcpu"]]["cpu"]
+            policy = "deferrable" if p["deferrable"] else "sporadic"
+            per_cpu[cpu].append(f"{v['name']}.pseudo (pseudo-VCPU, {policy} "
+                                f"{p['budget'] / p['period'] * 100:.2f}%, rank {p['rank']})")
+    for cpu, vs in sorted(per_cpu.items()):
+        print(f"  cpu {cpu}: " + ", ".join(vs))
+    vms = model["vms"]
+    dsr = {t: v["name"] for g in vms["guests"] for v in g["virtual_interrupts"] for t in v["dsr"]}
+    tasks = [f"{t['name']}" + (f" (DSR of {dsr[t['name']]})" if t["name"] in dsr else "")
+             for g in vms["guests"] for c in g["vcpus"] for t in c["tasks"]]
+    print(f"  guest tasks: {', '.join(tasks) or '-'}")
+    phys = ", ".join(f"{p['name']} (cpu {p['cpu']})" for p in vms["physical_interrupts"])
+    print(f"  physical interrupts: {phys or '-'}")
+    virqs = ", ".join(f"{v['name']} ({v['physical']} -> {v['vcpu']}"
+                      + (", vINT)" if v.get("vint") is not None else ")")
+                      for g in vms["guests"] for v in g["virtual_interrupts"])
+    print(f"  virtual interrupts: {virqs or '-'}")
+
+
 def run(args: argparse.Namespace) -> int:
     m = load(args.model)
     model, cfg = m.model, m.sim_config
     print(f"{args.model}: valid ({model['machine']['path']} path, {cfg['cpus']} CPU(s))")
+    if model["machine"]["path"] == "hypervisor":
+        hypervisor_summary(model, cfg)
+        for w in m.warnings:
+            print(f"  warning: {w}")
+        return 0
     per_cpu: dict[int, list[str]] = defaultdict(list)
     for v, server in zip(model["vcpus"], cfg["servers"], strict=True):
         u = utilization(server)

@@ -48,9 +48,18 @@ def run(args: argparse.Namespace) -> int:
         print(f"  task {t['name']}: {t['completed']} jobs, {t['deadline_misses']} misses, "
               f"mean response {mean}")
     for d in met["devices"]:
+        if met["path"] == "hypervisor":
+            print(f"  physical interrupt {d['name']}: {d['interrupts']} interrupts")
+            continue
         lat = d["latency"]
         mean = f", mean latency {lat['mean'] / 1e3:.1f}us" if lat["mean"] is not None else ""
         print(f"  device {d['name']}: {d['handled']} handled, {d['throughput_bps']:.0f} B/s{mean}")
+    for v in met["virqs"]:
+        h = v["handling"]
+        worst = f", handling mean {h['mean'] / 1e3:.1f}us max {h['max'] / 1e3:.1f}us" \
+            if h["max"] is not None else ""
+        print(f"  virtual interrupt {v['name']}: {v['arrivals']} arrivals, {v['handled']} handled, "
+              f"{v['serviceable']} serviceable, {v['delayed_injections']} delayed{worst}")
     for w in m.warnings:
         print(f"  warning: {w}")
     print("outputs:")
