@@ -238,3 +238,16 @@ def test_hypervisor_bad_input_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     err = capsys.readouterr().err
     assert message in err, err
     assert "Traceback" not in err
+
+
+def test_docs_model_examples_are_valid() -> None:
+    """Every YAML example of docs/model.md loads; the `vms` one is the
+    shipped vint-case scenario."""
+    import re
+
+    doc = (Path(__file__).parents[2] / "docs" / "model.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", doc, re.S)
+    assert len(blocks) >= 2
+    cfgs = [loads(b).sim_config for b in blocks]
+    hv = [c for c in cfgs if c["path"] == "hypervisor"]
+    assert hv == [load(scenario_path("vint-case")).sim_config]
