@@ -494,6 +494,15 @@ fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
                 .unwrap_or(vms.physical_interrupts[phys].min_interarrival)
                 .0
                 .as_ns();
+            if t_vi == 0 {
+                // validated already; lowering an unvalidated model must not
+                // divide by it (VINT Eq. 1)
+                return Err(SimError::Config {
+                    path: format!("{path}.min_interarrival"),
+                    value: "0".into(),
+                    rule: "must be positive".into(),
+                });
+            }
             virqs.push(Resolved {
                 cfg: VirqCfg {
                     name: v.name.clone(),

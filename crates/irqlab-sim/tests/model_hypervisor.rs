@@ -407,3 +407,17 @@ fn vint_case_scenario_lowers() {
         (2_000 * US, 10_000 * US, true)
     );
 }
+
+/// Lowering never panics, even on a model that skipped validation: a zero
+/// inter-arrival time (VINT Eq. 1 divides by it) is an error.
+#[test]
+fn lowering_an_unvalidated_model_does_not_panic() {
+    let (mut m, _) = irqlab_model::load_str(TWO_VCPUS).expect("valid");
+    m.vms.as_mut().unwrap().physical_interrupts[0].min_interarrival =
+        irqlab_model::units::Duration(irqlab_core::Nanos(0));
+    assert!(!irqlab_model::validate(&m).errors.is_empty());
+    assert_eq!(
+        from_model(&m, Path::new(".")).unwrap_err().to_string(),
+        "vms.guests[0].virtual_interrupts[0].min_interarrival: 0: must be positive"
+    );
+}
