@@ -8,8 +8,9 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 # Debian packages the tests need (GHDL simulates and synthesizes the Latencies IP,
-# yosys maps it to FPGA cells for the synthesis sanity check).
-APT_PACKAGES := ghdl yosys
+# yosys maps it to FPGA cells for the synthesis sanity check; rt-tests gives
+# cyclictest, the timer-latency floor of bench/dispatch).
+APT_PACKAGES := ghdl yosys rt-tests
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
