@@ -31,15 +31,15 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use irqlab_core::{
-    Inherit, LatencyRecorder, Nanos, Pibs, Server, ServerPolicy, ServerPriority, SporadicServer,
-    ThreadId, ThreadPolicy, UnblockCtx, Utilization,
+    Inherit, LatencyRecorder, Nanos, Pibs, Server, ServerPolicy, SporadicServer, ThreadId,
+    ThreadPolicy, UnblockCtx, Utilization,
 };
 
 use crate::error::RtError;
 use crate::sys::{self, Fd};
 use crate::{
-    enter_thread, leave_thread, park, wake_task, CpuShared, FdMap, Mode, Runtime, ServerHandle,
-    Shared, TaskHandle, SAMPLES,
+    enter_thread, leave_thread, park, wake_task, CpuShared, FdMap, Runtime, ServerHandle, Shared,
+    TaskHandle, SAMPLES,
 };
 
 /// How the top half waits for events.
@@ -296,21 +296,7 @@ impl Runtime {
                 )
             }
             IoServer::Sporadic { budget, period } => {
-                if budget.is_zero() || budget > period {
-                    return Err(RtError::config(
-                        format!("io_class[{name}].budget"),
-                        format!("{} ns", budget.0),
-                        format!("must be in (0, period = {} ns]", period.0),
-                    ));
-                }
-                let ss = SporadicServer::new(
-                    budget,
-                    period,
-                    32,
-                    ServerPriority::RateMonotonic,
-                    false,
-                    sys::now(),
-                )?;
+                let ss = crate::sporadic(format!("io_class[{name}].budget"), budget, period)?;
                 (
                     Server::Sporadic(ss),
                     Some(budget),
@@ -415,20 +401,10 @@ impl Runtime {
         F: FnMut(&mut Event) -> u64 + Send + 'static,
     {
         self.check_fd(fd)?;
-        if budget.budget.is_zero() || budget.budget > budget.period {
-            return Err(RtError::config(
-                format!("upcall[{name}].budget"),
-                format!("{} ns", budget.budget.0),
-                format!("must be in (0, period = {} ns]", budget.period.0),
-            ));
-        }
-        let server = SporadicServer::new(
+        let server = crate::sporadic(
+            format!("upcall[{name}].budget"),
             budget.budget,
             budget.period,
-            32,
-            ServerPriority::RateMonotonic,
-            false,
-            sys::now(),
         )?;
         let i = self.io_pending.upcalls.len();
         self.io_pending.upcalls.push(UpcallState {
@@ -644,15 +620,7 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
     if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
         shared.warn(format!("I/O VCPU thread {}: {e}", class.index));
     }
-    park::critical(|| {
-        let mut st = cpu.lock();
-        let rec = &mut st.threads[id.0];
-        rec.tid = Some(tid);
-        rec.clock = Some(sys::thread_cpu_clock(tid));
-        rec.last_cpu = sys::clock(sys::thread_cpu_clock(tid)).unwrap_or(Nanos::ZERO);
-        rec.original = original;
-        rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
-    });
+    crate::register_thread(&shared, &cpu, id, tid, original);
     shared.started.wait();
     while !shared.stop.load(Ordering::SeqCst) {
         // Take a job, or block in the core until the top half queues one.

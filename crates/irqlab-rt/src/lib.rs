@@ -393,22 +393,7 @@ impl Runtime {
         period: Nanos,
         cpu: Option<usize>,
     ) -> Result<ServerHandle, RtError> {
-        if budget.is_zero() || budget > period {
-            return Err(RtError::config(
-                format!("main_vcpu[{name}].budget"),
-                format!("{} ns", budget.0),
-                format!("must be in (0, period = {} ns]", period.0),
-            ));
-        }
-        let now = sys::now();
-        let ss = SporadicServer::new(
-            budget,
-            period,
-            32,
-            ServerPriority::RateMonotonic,
-            false,
-            now,
-        )?;
+        let ss = sporadic(format!("main_vcpu[{name}].budget"), budget, period)?;
         self.add_server(
             cpu,
             name,
@@ -642,6 +627,50 @@ impl Drop for Runtime {
     }
 }
 
+/// A sporadic server (QUEST-VCPU Alg. 3-6, rate-monotonic priority) with
+/// `0 < budget <= period`; `field` names the budget in the error.
+pub(crate) fn sporadic(
+    field: String,
+    budget: Nanos,
+    period: Nanos,
+) -> Result<SporadicServer, RtError> {
+    if budget.is_zero() || budget > period {
+        return Err(RtError::config(
+            field,
+            format!("{} ns", budget.0),
+            format!("must be in (0, period = {} ns]", period.0),
+        ));
+    }
+    Ok(SporadicServer::new(
+        budget,
+        period,
+        32,
+        ServerPriority::RateMonotonic,
+        false,
+        sys::now(),
+    )?)
+}
+
+/// Record the calling thread (`tid`) as managed thread `id` of `cpu`: its
+/// CPU clock, its policy to restore, and the priority it has now.
+pub(crate) fn register_thread(
+    shared: &Shared,
+    cpu: &CpuShared,
+    id: ThreadId,
+    tid: Tid,
+    original: Option<SchedPolicy>,
+) {
+    park::critical(|| {
+        let mut st = cpu.lock();
+        let rec = &mut st.threads[id.0];
+        rec.tid = Some(tid);
+        rec.clock = Some(sys::thread_cpu_clock(tid));
+        rec.last_cpu = sys::clock(sys::thread_cpu_clock(tid)).unwrap_or(Nanos::ZERO);
+        rec.original = original;
+        rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
+    });
+}
+
 /// Pin the calling thread and make it SCHED_FIFO at `prio` (in FIFO mode).
 fn enter_thread(shared: &Shared, cpu: usize, prio: i32) -> Result<(), RtError> {
     sys::pin(0, cpu)?;
@@ -808,15 +837,10 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
         id: h.id,
         sh: sh.clone(),
     };
+    register_thread(&shared, &cpu, h.id, tid, original);
     park::critical(|| {
         let mut st = cpu.lock();
         let now = sys::now();
-        let rec = &mut st.threads[h.id.0];
-        rec.tid = Some(tid);
-        rec.clock = Some(sys::thread_cpu_clock(tid));
-        rec.last_cpu = sys::clock(sys::thread_cpu_clock(tid)).unwrap_or(Nanos::ZERO);
-        rec.original = original;
-        rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
         let _ = st.sched.wakeup(now, h.id, None);
     });
     cpu.kick();
