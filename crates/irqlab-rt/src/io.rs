@@ -2,7 +2,8 @@
 //!
 //! What it is (DESIGN §7, USB-DIFFSERV §3, UPCALL §3.2):
 //! * a **top-half** thread (SCHED_FIFO just below the supervisors) waits on
-//!   every bound file descriptor with epoll, one-shot: a ready fd is
+//!   every bound file descriptor (epoll, or io_uring poll requests, see
+//!   `waiter`), one-shot: a ready fd is
 //!   disarmed (the "interrupt is masked") until its handler has run;
 //! * it time-stamps the event and, for an fd bound to an **I/O class**
 //!   (`bind_fd`, the `usb_set_iovcpu` of USB-DIFFSERV), queues a bottom-half
@@ -37,6 +38,7 @@ use irqlab_core::{
 
 use crate::error::RtError;
 use crate::sys::{self, Fd};
+use crate::waiter::Waiter;
 use crate::{
     enter_thread, leave_thread, park, wake_task, CpuShared, FdMap, Runtime, ServerHandle, Shared,
     TaskHandle, SAMPLES,
@@ -46,8 +48,11 @@ use crate::{
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Backend {
+    /// epoll, one-shot per event (level-triggered for upcalls).
     #[default]
     Epoll,
+    /// io_uring poll requests, one per arming.
+    IoUring,
 }
 
 /// The server an I/O class's bottom halves run on.
@@ -157,7 +162,7 @@ enum Binding {
 
 /// Descriptors shared by the top half and the I/O VCPU threads.
 pub(crate) struct IoShared {
-    pub epoll: Fd,
+    pub waiter: Waiter,
     wake: Fd,
     timer: Fd,
     pub upcalls: Mutex<Vec<UpcallState>>,
@@ -165,13 +170,8 @@ pub(crate) struct IoShared {
 }
 
 impl IoShared {
-    pub fn new(_backend: Backend) -> Result<IoShared, RtError> {
-        // SAFETY: plain syscalls creating descriptors owned by `Fd`.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(RtError::last_os("epoll_create1"));
-        }
-        let epoll = Fd(epoll);
+    pub fn new(backend: Backend) -> Result<IoShared, RtError> {
+        // SAFETY: creates a descriptor owned by `Fd`.
         let timer = unsafe {
             libc::timerfd_create(
                 libc::CLOCK_MONOTONIC,
@@ -182,24 +182,14 @@ impl IoShared {
             return Err(RtError::last_os("timerfd_create"));
         }
         let io = IoShared {
-            epoll,
+            waiter: Waiter::new(backend)?,
             wake: sys::eventfd()?,
             timer: Fd(timer),
             upcalls: Mutex::new(Vec::new()),
             top_half_cpu: Mutex::new(Nanos::ZERO),
         };
-        epoll_ctl(
-            io.epoll.0,
-            libc::EPOLL_CTL_ADD,
-            io.wake.0,
-            libc::EPOLLIN as u32,
-        )?;
-        epoll_ctl(
-            io.epoll.0,
-            libc::EPOLL_CTL_ADD,
-            io.timer.0,
-            libc::EPOLLIN as u32,
-        )?;
+        io.waiter.add(io.wake.0, true)?;
+        io.waiter.add(io.timer.0, true)?;
         Ok(io)
     }
 
@@ -208,16 +198,11 @@ impl IoShared {
     }
 
     fn arm(&self, fd: RawFd) -> Result<(), RtError> {
-        epoll_ctl(
-            self.epoll.0,
-            libc::EPOLL_CTL_MOD,
-            fd,
-            (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
-        )
+        self.waiter.arm(fd)
     }
 
     fn remove(&self, fd: RawFd) {
-        let _ = epoll_ctl(self.epoll.0, libc::EPOLL_CTL_DEL, fd, 0);
+        self.waiter.remove(fd)
     }
 
     fn arm_timer(&self, at: Option<Nanos>) {
@@ -242,18 +227,6 @@ impl IoShared {
             );
         }
     }
-}
-
-fn epoll_ctl(ep: RawFd, op: libc::c_int, fd: RawFd, events: u32) -> Result<(), RtError> {
-    let mut ev = libc::epoll_event {
-        events,
-        u64: fd as u64,
-    };
-    // SAFETY: `ev` is valid for the call.
-    if unsafe { libc::epoll_ctl(ep, op, fd, &mut ev) } != 0 {
-        return Err(RtError::last_os(format!("epoll_ctl(op {op}, fd {fd})")));
-    }
-    Ok(())
 }
 
 /// Declarations waiting for `start`.
@@ -430,13 +403,8 @@ impl Runtime {
 
 /// Register the fds and start the top half and the I/O VCPU threads.
 pub(crate) fn start(shared: &Arc<Shared>, p: Pending) -> Result<Vec<JoinHandle<()>>, RtError> {
-    for &fd in p.bindings.keys() {
-        epoll_ctl(
-            shared.io.epoll.0,
-            libc::EPOLL_CTL_ADD,
-            fd,
-            (libc::EPOLLIN | libc::EPOLLONESHOT) as u32,
-        )?;
+    for (&fd, b) in &p.bindings {
+        shared.io.waiter.add(fd, matches!(b, Binding::Upcall(_)))?;
     }
     let mut hs = Vec::new();
     for (class, handlers) in p.handlers {
@@ -468,25 +436,21 @@ fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
     let io = &shared.io;
     let mut upcalls = std::mem::take(&mut *io.upcalls.lock().unwrap_or_else(|e| e.into_inner()));
     let cpu0 = sys::own_cpu_time();
-    let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
+    let mut ready = Vec::with_capacity(64);
     shared.started.wait();
     while !shared.stop.load(Ordering::SeqCst) {
-        // SAFETY: `evs` is a valid buffer of 64 events.
-        let n = unsafe { libc::epoll_wait(io.epoll.0, evs.as_mut_ptr(), 64, -1) };
+        ready.clear();
+        io.waiter.wait(&mut ready);
         let t = sys::now();
-        if n < 0 {
-            continue; // EINTR
-        }
-        for ev in &evs[..n as usize] {
-            let fd = ev.u64 as RawFd;
-            let flags = ev.events;
-            if fd == io.wake.0 {
+        for &(fd, flags) in &ready {
+            if fd == io.wake.0 || fd == io.timer.0 {
                 sys::eventfd_drain(fd);
-                continue;
-            }
-            if fd == io.timer.0 {
-                sys::eventfd_drain(fd);
-                run_deferred(&shared, &mut upcalls, t);
+                if let Err(e) = io.waiter.rearm_level(fd) {
+                    shared.warn(format!("top half: {e}"));
+                }
+                if fd == io.timer.0 {
+                    run_deferred(&shared, &mut upcalls, t);
+                }
                 continue;
             }
             let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
@@ -552,9 +516,11 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
         if u.deferred.is_none() {
             u.deferrals += 1;
             u.deferred = Some(arrival);
+            shared.io.waiter.disarm(u.fd);
         }
         return;
     }
+    let resumed = u.deferred.is_some();
     let arrival = u.deferred.take().unwrap_or(arrival);
     let c0 = sys::own_cpu_time();
     let start = sys::now();
@@ -582,9 +548,17 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
     if hangup {
         shared.io.remove(u.fd);
         u.closed = Some(format!("fd {} reported an error or hang-up; unbound", u.fd));
-    } else if let Err(e) = shared.io.arm(u.fd) {
-        shared.io.remove(u.fd);
-        u.closed = Some(format!("{e}; unbound"));
+    } else {
+        let w = &shared.io.waiter;
+        let r = if resumed {
+            w.arm_level(u.fd)
+        } else {
+            w.rearm_level(u.fd)
+        };
+        if let Err(e) = r {
+            shared.io.remove(u.fd);
+            u.closed = Some(format!("{e}; unbound"));
+        }
     }
 }
 

@@ -35,6 +35,7 @@ pub mod report;
 pub mod scenario;
 mod supervisor;
 pub mod sys;
+mod waiter;
 
 use std::collections::HashMap;
 use std::os::fd::RawFd;

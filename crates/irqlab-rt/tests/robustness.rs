@@ -13,12 +13,21 @@ use std::time::Duration;
 
 use common::{drain, raw, udp_receiver, Sender};
 use irqlab_core::{Nanos, Utilization};
-use irqlab_rt::{Config, IoServer, RtError, Runtime, UpcallBudget};
+use irqlab_rt::{Backend, Config, IoServer, RtError, Runtime, UpcallBudget};
 
 #[test]
 fn panicking_handler_is_counted_and_class_keeps_running() {
+    panics_and_hangup(Backend::Epoll);
+}
+
+#[test]
+fn panicking_handler_and_hangup_under_io_uring() {
+    panics_and_hangup(Backend::IoUring);
+}
+
+fn panics_and_hangup(backend: Backend) {
     let _g = common::serial();
-    let Some(mut rt) = common::fifo_runtime() else {
+    let Some(mut rt) = common::fifo_runtime_with(backend) else {
         return;
     };
     let m = rt
@@ -102,8 +111,17 @@ fn panicking_handler_is_counted_and_class_keeps_running() {
 
 #[test]
 fn upcall_runs_in_top_half_within_its_budget() {
+    upcall_within_budget(Backend::Epoll);
+}
+
+#[test]
+fn upcall_within_budget_under_io_uring() {
+    upcall_within_budget(Backend::IoUring);
+}
+
+fn upcall_within_budget(backend: Backend) {
     let _g = common::serial();
-    let Some(mut rt) = common::fifo_runtime() else {
+    let Some(mut rt) = common::fifo_runtime_with(backend) else {
         return;
     };
     let sock = udp_receiver();

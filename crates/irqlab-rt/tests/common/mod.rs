@@ -16,8 +16,15 @@ pub fn serial() -> MutexGuard<'static, ()> {
 /// A runtime that requires SCHED_FIFO, or `None` (test skipped, reason
 /// printed) when the kernel does not permit it.
 pub fn fifo_runtime() -> Option<Runtime> {
+    fifo_runtime_with(irqlab_rt::Backend::Epoll)
+}
+
+/// Same, with the top half on `backend` (io_uring may be disabled by the
+/// kernel: skipped then too).
+pub fn fifo_runtime_with(backend: irqlab_rt::Backend) -> Option<Runtime> {
     let cfg = Config {
         require_fifo: true,
+        backend,
         ..Config::default()
     };
     match Runtime::new(cfg) {
