@@ -28,7 +28,7 @@ pub(crate) type Ready = (RawFd, u32);
 
 pub(crate) enum Waiter {
     Epoll(Fd),
-    Uring { ring: IoUring, sq: Mutex<()> },
+    Uring { ring: Box<IoUring>, sq: Mutex<()> },
 }
 
 const IN: u32 = libc::EPOLLIN as u32;
