@@ -62,7 +62,7 @@ impl Waiter {
                 let ring =
                     IoUring::new(256).map_err(|e| RtError::from_io("io_uring_setup(256)", e))?;
                 Ok(Waiter::Uring {
-                    ring,
+                    ring: Box::new(ring),
                     sq: Mutex::new(()),
                 })
             }
