@@ -14,12 +14,13 @@ use super::Mechanism;
 use crate::server::{recv_ts, Handler, RxBuf};
 use crate::sys;
 use irqlab_core::{Inherit, Nanos, Utilization};
-use irqlab_rt::{Config, IoServer, Runtime, UpcallBudget};
+use irqlab_rt::{Backend, Config, IoServer, Runtime, UpcallBudget};
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 pub struct RtUpcall;
+pub struct RtUpcallUring;
 pub struct RtBottomHalf;
 
 /// The handler lives on the serving thread's stack while the runtime's
@@ -34,11 +35,13 @@ fn serve_with(
     h: &mut Handler,
     ready: &mut dyn FnMut(),
     upcall: bool,
+    backend: Backend,
 ) -> io::Result<()> {
     sys::set_nonblocking(fd, true)?;
     let cpu = unsafe { libc::sched_getcpu() };
     let cfg = Config {
         cpus: vec![cpu.max(0) as usize],
+        backend,
         ..Config::default()
     };
     let err = |e: irqlab_rt::RtError| io::Error::other(e.to_string());
@@ -120,7 +123,7 @@ impl Mechanism for RtUpcall {
         true
     }
     fn serve(&self, fd: libc::c_int, h: &mut Handler, ready: &mut dyn FnMut()) -> io::Result<()> {
-        serve_with(fd, h, ready, true)
+        serve_with(fd, h, ready, true, Backend::Epoll)
     }
 }
 
@@ -135,6 +138,21 @@ impl Mechanism for RtBottomHalf {
         true
     }
     fn serve(&self, fd: libc::c_int, h: &mut Handler, ready: &mut dyn FnMut()) -> io::Result<()> {
-        serve_with(fd, h, ready, false)
+        serve_with(fd, h, ready, false, Backend::Epoll)
+    }
+}
+
+impl Mechanism for RtUpcallUring {
+    fn name(&self) -> &'static str {
+        "irqlab-upcall-uring"
+    }
+    fn how(&self) -> &'static str {
+        "irqlab-rt register_upcall with the io_uring top half (one IORING_OP_POLL_ADD per arming, reaped by io_uring_enter); otherwise as irqlab-upcall"
+    }
+    fn kernel_timestamps(&self) -> bool {
+        true
+    }
+    fn serve(&self, fd: libc::c_int, h: &mut Handler, ready: &mut dyn FnMut()) -> io::Result<()> {
+        serve_with(fd, h, ready, true, Backend::IoUring)
     }
 }

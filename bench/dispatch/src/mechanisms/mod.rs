@@ -48,6 +48,8 @@ pub static ALL: &[&dyn Mechanism] = &[
     #[cfg(feature = "irqlab")]
     &irqlab::RtUpcall,
     #[cfg(feature = "irqlab")]
+    &irqlab::RtUpcallUring,
+    #[cfg(feature = "irqlab")]
     &irqlab::RtBottomHalf,
 ];
 
