@@ -431,43 +431,15 @@ impl Runtime {
         prio: u32,
         periodic: Option<(Nanos, Nanos)>,
     ) -> Result<(TaskHandle, Arc<ThreadShared>), RtError> {
-        let cpu =
-            self.shared.cpus.get(server.cpu).ok_or_else(|| {
-                RtError::config("server.cpu", server.cpu, "not a managed CPU index")
-            })?;
-        let mut st = cpu.lock();
-        let id = st.sched.add_thread(name, server.id, prio)?;
-        let sh = Arc::new(ThreadShared::default());
-        st.threads.push(ThreadRec {
-            name: name.to_string(),
-            server: server.id,
-            prio,
-            tid: None,
-            clock: None,
-            last_cpu: Nanos::ZERO,
-            cpu_total: Nanos::ZERO,
-            applied: None,
-            original: None,
-            release: None,
-            wake_pending: None,
-            waiting_wake: false,
-            wake_latency: LatencyRecorder::new(SAMPLES, None),
-            periodic: periodic.map(|(period, deadline)| TaskStats {
-                period,
-                deadline,
-                jobs: 0,
-                misses: 0,
-                response: LatencyRecorder::new(SAMPLES, None),
-            }),
-            sh: sh.clone(),
-        });
-        Ok((
-            TaskHandle {
-                cpu: server.cpu,
-                id,
-            },
-            sh,
-        ))
+        add_thread(&self.shared, server, name, prio, periodic)
+    }
+
+    /// A handle for threads the program created itself (see
+    /// [`RtHandle::join_current`]).
+    pub fn handle(&self) -> RtHandle {
+        RtHandle {
+            shared: self.shared.clone(),
+        }
     }
 
     /// Spawn a thread in `server` with thread priority `prio` (higher is
@@ -670,6 +642,135 @@ pub(crate) fn register_thread(
         rec.original = original;
         rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
     });
+}
+
+pub(crate) fn add_thread(
+    shared: &Shared,
+    server: ServerHandle,
+    name: &str,
+    prio: u32,
+    periodic: Option<(Nanos, Nanos)>,
+) -> Result<(TaskHandle, Arc<ThreadShared>), RtError> {
+    let cpu = shared
+        .cpus
+        .get(server.cpu)
+        .ok_or_else(|| RtError::config("server.cpu", server.cpu, "not a managed CPU index"))?;
+    let mut st = cpu.lock();
+    let id = st.sched.add_thread(name, server.id, prio)?;
+    let sh = Arc::new(ThreadShared::default());
+    st.threads.push(ThreadRec {
+        name: name.to_string(),
+        server: server.id,
+        prio,
+        tid: None,
+        clock: None,
+        last_cpu: Nanos::ZERO,
+        cpu_total: Nanos::ZERO,
+        applied: None,
+        original: None,
+        release: None,
+        wake_pending: None,
+        waiting_wake: false,
+        wake_latency: LatencyRecorder::new(SAMPLES, None),
+        periodic: periodic.map(|(period, deadline)| TaskStats {
+            period,
+            deadline,
+            jobs: 0,
+            misses: 0,
+            response: LatencyRecorder::new(SAMPLES, None),
+        }),
+        sh: sh.clone(),
+    });
+    Ok((
+        TaskHandle {
+            cpu: server.cpu,
+            id,
+        },
+        sh,
+    ))
+}
+
+/// A cloneable handle to a runtime, usable from any thread.
+#[derive(Clone)]
+pub struct RtHandle {
+    shared: Arc<Shared>,
+}
+
+impl RtHandle {
+    /// Register the calling thread -- one the program created itself -- as
+    /// a managed thread of `server` with thread priority `prio`: it is
+    /// pinned to the server's CPU and runs under the server's budget until
+    /// the returned guard drops, which restores its scheduling policy and
+    /// CPU affinity. The runtime must be started.
+    pub fn join_current(
+        &self,
+        server: ServerHandle,
+        name: &str,
+        prio: u32,
+    ) -> Result<Joined, RtError> {
+        let shared = &self.shared;
+        if !shared.started.is_open() || shared.stop.load(Ordering::SeqCst) {
+            return Err(RtError::State(
+                "join_current: the runtime is not running".into(),
+            ));
+        }
+        let (h, sh) = add_thread(shared, server, name, prio, None)?;
+        let cpu = shared.cpus[h.cpu].clone();
+        let affinity = sys::affinity();
+        let original = sys::get_policy(0).ok();
+        park::attach(&sh.park);
+        sys::pin(0, cpu.cpu)?;
+        if shared.mode == Mode::Fifo {
+            sys::set_fifo(0, shared.cfg.bg_priority)?;
+        }
+        let tid = sys::gettid();
+        register_thread(shared, &cpu, h.id, tid, original);
+        park::critical(|| {
+            let mut st = cpu.lock();
+            let now = sys::now();
+            let _ = st.sched.wakeup(now, h.id, None);
+        });
+        cpu.kick();
+        Ok(Joined {
+            ctx: TaskCtx {
+                shared: shared.clone(),
+                cpu,
+                id: h.id,
+                sh,
+            },
+            tid,
+            affinity,
+        })
+    }
+
+    /// Is the runtime asked to stop?
+    pub fn running(&self) -> bool {
+        !self.shared.stop.load(Ordering::SeqCst)
+    }
+}
+
+/// A thread registered with [`RtHandle::join_current`]; leaves the runtime
+/// when dropped (on the same thread).
+pub struct Joined {
+    ctx: TaskCtx,
+    tid: Tid,
+    affinity: Option<libc::cpu_set_t>,
+}
+
+impl std::ops::Deref for Joined {
+    type Target = TaskCtx;
+    fn deref(&self) -> &TaskCtx {
+        &self.ctx
+    }
+}
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        leave_thread(&self.ctx.shared, &self.ctx.cpu, self.ctx.id, self.tid);
+        if let Some(set) = self.affinity {
+            sys::set_affinity(0, &set);
+        }
+    }
 }
 
 /// Pin the calling thread and make it SCHED_FIFO at `prio` (in FIFO mode).

@@ -147,6 +147,24 @@ pub fn pin(tid: Tid, cpu: usize) -> Result<(), RtError> {
     Ok(())
 }
 
+/// The calling thread's CPU affinity (to restore later).
+pub fn affinity() -> Option<libc::cpu_set_t> {
+    // SAFETY: `set` is plain data written by the kernel.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0)
+            .then_some(set)
+    }
+}
+
+/// Restore an affinity read by [`affinity`] (best effort).
+pub fn set_affinity(tid: Tid, set: &libc::cpu_set_t) {
+    // SAFETY: `set` is a valid cpu_set_t.
+    unsafe {
+        libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), set);
+    }
+}
+
 /// CPUs this process may run on.
 pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: `set` is plain data written by the kernel.

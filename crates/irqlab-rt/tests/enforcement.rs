@@ -37,3 +37,53 @@ fn cpu_bound_thread_gets_its_budget_share() {
         share * 100.0
     );
 }
+
+/// A thread the program created itself joins a Main VCPU
+/// (`RtHandle::join_current`), gets the server's share while joined, and
+/// has its policy and affinity back after leaving.
+#[test]
+fn registered_thread_runs_under_its_server_and_leaves_cleanly() {
+    let _g = common::serial();
+    let Some(mut rt) = common::fifo_runtime() else {
+        return;
+    };
+    let s = rt
+        .main_vcpu("joined", Nanos::from_us(300), Nanos::from_ms(1), None)
+        .expect("server");
+    rt.start().expect("start");
+    let handle = rt.handle();
+    let worker = std::thread::spawn(move || {
+        let before = irqlab_rt::sys::get_policy(0).expect("policy");
+        let affinity = irqlab_rt::sys::allowed_cpus();
+        let share = {
+            let me = handle.join_current(s, "mine", 0).expect("join");
+            let (t0, c0) = (me.now(), irqlab_rt::sys::own_cpu_time());
+            while me.now() < t0 + Nanos::from_secs(1) {
+                std::hint::spin_loop();
+            }
+            let (t1, c1) = (me.now(), irqlab_rt::sys::own_cpu_time());
+            (c1 - c0).0 as f64 / (t1 - t0).0 as f64
+        };
+        let after = irqlab_rt::sys::get_policy(0).expect("policy");
+        (
+            share,
+            before,
+            after,
+            affinity,
+            irqlab_rt::sys::allowed_cpus(),
+        )
+    });
+    let (share, before, after, aff0, aff1) = worker.join().expect("worker");
+    let r = rt.stop();
+    eprintln!(
+        "joined thread share {share:.4}; report {:?}",
+        r.server("joined").map(|s| s.share)
+    );
+    assert!(
+        (0.27..=0.33).contains(&share),
+        "joined thread got {:.1} %",
+        share * 100.0
+    );
+    assert_eq!(before, after, "policy restored after leaving");
+    assert_eq!(aff0, aff1, "affinity restored after leaving");
+}
