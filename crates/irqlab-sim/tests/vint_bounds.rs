@@ -14,7 +14,7 @@ use irqlab_analysis::vint::{
 };
 use irqlab_sim::simulate;
 use proptest::prelude::*;
-use vint_common::{to_sim, MS, US};
+use vint_common::{to_sim, Phasing, MS, US};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
@@ -40,7 +40,7 @@ proptest! {
         prop_assume!(b > 0);
         let budgets = vec![b; p.vcpus.len()];
         prop_assume!(vcpus_pass(&p, &budgets, &pseudo, r));
-        let (m, _) = simulate(to_sim(&p, &budgets, r, vint, 1, 40 * MS)).expect("valid");
+        let (m, _) = simulate(to_sim(&p, &budgets, r, vint, 1, 40 * MS, Phasing::Synchronous)).expect("valid");
         let dsrs = unmanaged_dsr_tasks(&p);
         for (i, t) in p.tasks.iter().enumerate() {
             if let Some(bound) = task_response(&p, i, &budgets, &dsrs) {
