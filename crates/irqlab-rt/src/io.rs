@@ -130,6 +130,7 @@ pub(crate) struct ClassState {
     pub handled: u64,
     pub items: u64,
     pub panics: u64,
+    pub budget_yields: u64,
     pub kernel_drops: u64,
     pub closed: Vec<String>,
     pub dispatch: LatencyRecorder,
@@ -302,6 +303,7 @@ impl Runtime {
             handled: 0,
             items: 0,
             panics: 0,
+            budget_yields: 0,
             kernel_drops: 0,
             closed: Vec::new(),
             dispatch: LatencyRecorder::new(SAMPLES, None),
@@ -456,7 +458,6 @@ fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
             let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
             match bindings.get(&fd) {
                 Some(&Binding::Class { cpu, index }) => queue_job(
-                    &shared,
                     &shared.cpus[cpu],
                     index,
                     Job {
@@ -480,8 +481,15 @@ fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
     *io.upcalls.lock().unwrap_or_else(|e| e.into_inner()) = upcalls;
 }
 
-fn queue_job(shared: &Shared, cpu: &CpuShared, index: usize, job: Job) {
-    park::critical(|| {
+/// Queue a bottom-half job and wake the class's I/O VCPU thread through the
+/// core (QUEST-VCPU Alg. 2, with the served Main VCPU's period for PIBS).
+/// The supervisor is rung only when the decision may change: the thread was
+/// blocked, the core asks for preemption, or inheritance changed the
+/// server's priority. A thread already working through its queue is not
+/// interrupted; its cooperative budget check and the supervisor's timer
+/// bound it.
+fn queue_job(cpu: &CpuShared, index: usize, job: Job) {
+    let ring = park::critical(|| {
         let mut st = cpu.lock();
         let now = sys::now();
         let c = &mut st.classes[index];
@@ -489,11 +497,17 @@ fn queue_job(shared: &Shared, cpu: &CpuShared, index: usize, job: Job) {
         c.queue.push_back(job);
         let (worker, inherit) = (c.worker, c.inherit);
         let sh = st.threads[worker.0].sh.clone();
-        let _ = st.sched.wakeup(now, worker, inherit);
+        let was_runnable = st.sched.thread_runnable(worker).unwrap_or(false);
+        let server = st.sched.thread_server(worker).ok();
+        let key = server.and_then(|s| st.sched.priority_key(s).ok());
+        let preempt = st.sched.wakeup(now, worker, inherit).unwrap_or(true);
+        let key_after = server.and_then(|s| st.sched.priority_key(s).ok());
         sh.gate.open();
+        preempt || !was_runnable || key != key_after
     });
-    cpu.kick();
-    let _ = shared;
+    if ring {
+        cpu.kick();
+    }
 }
 
 /// Run an upcall now if its server has budget (SporadicServer hooks,
@@ -613,7 +627,15 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
             sh.gate.wait();
             continue;
         };
-        // Cooperative budget check between handlers.
+        // Cooperative budget check between handlers (one CPU-clock read):
+        // past the limit the supervisor published, ring it -- it runs at
+        // once on this CPU, charges the server and parks this thread --
+        // instead of waiting for its timer (the backstop).
+        let limit = sh.cpu_limit.load(Ordering::Relaxed);
+        if limit != 0 && sys::own_cpu_time().0 >= limit {
+            park::critical(|| cpu.lock().classes[class.index].budget_yields += 1);
+            cpu.kick();
+        }
         sh.park.wait_while_wanted();
         let start = sys::now();
         let mut ev = Event {

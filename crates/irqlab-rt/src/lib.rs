@@ -127,6 +127,10 @@ pub struct TaskHandle {
 pub(crate) struct ThreadShared {
     pub gate: Gate,
     pub park: ParkCell,
+    /// The thread's CPU time (ns) at which its dispatched server's budget
+    /// runs out, published by the supervisor at each dispatch (0: none).
+    /// Bottom halves compare it with their own CPU clock between handlers.
+    pub cpu_limit: AtomicU64,
 }
 
 /// Per-task statistics of a periodic task.

@@ -85,6 +85,9 @@ pub struct EventReport {
     pub pending: u64,
     /// Upcalls: events deferred for want of budget.
     pub deferrals: u64,
+    /// Bottom halves: times the cooperative check found the budget spent
+    /// between handlers (before the supervisor's timer).
+    pub budget_yields: u64,
     /// Kernel-side drops on the fds (UDP receive-buffer overflows).
     pub kernel_drops: u64,
     pub closed: Vec<String>,
@@ -186,6 +189,7 @@ impl Report {
                     panics: c.panics,
                     pending: c.events - c.handled - c.panics,
                     deferrals: 0,
+                    budget_yields: c.budget_yields,
                     kernel_drops: c.kernel_drops,
                     closed: c.closed.clone(),
                     dispatch: Latency::of(&c.dispatch),
@@ -217,6 +221,7 @@ impl Report {
                 panics: u.panics,
                 pending: u.events - u.handled - u.panics,
                 deferrals: u.deferrals,
+                budget_yields: 0,
                 kernel_drops: crate::io::socket_drops(u.fd).unwrap_or(0),
                 closed: u.closed.iter().cloned().collect(),
                 dispatch: Latency::of(&u.dispatch),

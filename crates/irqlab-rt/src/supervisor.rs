@@ -92,6 +92,14 @@ pub(crate) fn step(st: &mut CpuState, shared: &Shared, now: Nanos) -> Option<Nan
                 }
             }
         }
+        // The cooperative budget check's limit (see `io`).
+        let limit = match st.sched.server(sid) {
+            Ok(s) if dispatched && !d.background && s.budget() != Nanos::MAX => {
+                (st.threads[i].last_cpu + s.budget()).0
+            }
+            _ => 0,
+        };
+        st.threads[i].sh.cpu_limit.store(limit, Ordering::Relaxed);
         let runnable = st.sched.thread_runnable(ThreadId(i)).unwrap_or(false);
         let throttle = runnable && !dispatched && depleted(st, sid);
         if throttle {
