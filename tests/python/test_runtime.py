@@ -38,6 +38,10 @@ def test_shipped_isolation_scenario_runs_and_accounts_for_every_item(tmp_path: P
     control = next(t for t in rep["tasks"] if t["name"] == "control")
     assert control["jobs"] >= 90
     assert control["deadline_misses"] == 0
+    # The sensor's bottom half wakes the reader once per handled event.
+    reader = next(t for t in rep["tasks"] if t["name"] == "reader")
+    assert 0 < reader["wake"]["count"] <= events["io.sensor"]["handled"]
+    assert reader["wake"]["min"] >= events["io.sensor"]["dispatch"]["min"]
     servers = {s["name"]: s for s in rep["servers"]}
     assert servers["io.flood"]["share"] <= 0.07
     hist = (tmp_path / "histogram.txt").read_text().splitlines()
@@ -70,6 +74,8 @@ def test_flood_without_io_vcpu_makes_control_miss(tmp_path: Path) -> None:
         ("budget: 1ms, period: 10ms", "budget: 20ms, period: 10ms"),
         ("class: sensor}", "class: nosuch}"),
         ("interval: 2ms", "interval: 2 parsecs"),
+        ("wake_on: sensor", "wake_on: ghost"),
+        ("io_class: flood, serves: bulk}", "io_class: flood, serves: bulk, inherit: sideways}"),
     ],
 )
 def test_bad_scenario_names_field_value_and_rule(tmp_path: Path, patch: str, needle: str) -> None:
@@ -85,6 +91,8 @@ def test_bad_scenario_names_field_value_and_rule(tmp_path: Path, patch: str, nee
         "20ms": "vcpus[0].budget",
         "nosuch": "sources[0].class = nosuch",
         "parsecs": "sources[0].interval = 2 parsecs",
+        "ghost": "tasks[1].wake_on = ghost",
+        "sideways": "vcpus[3].inherit = sideways",
     }
     key = next(k for k in expected if k in needle)
     assert expected[key] in msg, msg

@@ -65,6 +65,9 @@ struct VcpuSpec {
     io_class: Option<String>,
     /// PIBS: the Main VCPU whose period the I/O VCPU inherits.
     serves: Option<String>,
+    /// PIBS inheritance: `paper` (QUEST-VCPU Alg. 10, default) or
+    /// `strict` (drop to the next waiter when service for one ends).
+    inherit: Option<String>,
     /// `unbounded`: rank (smaller is more urgent); default 0 (highest).
     rank: Option<u64>,
     cpu: Option<usize>,
@@ -79,7 +82,10 @@ fn main_kind() -> String {
 struct TaskSpec {
     name: String,
     vcpu: String,
-    period: String,
+    /// A periodic task...
+    period: Option<String>,
+    /// ... or a task woken by the bottom half (or upcall) of this source.
+    wake_on: Option<String>,
     /// CPU time per job.
     work: String,
     deadline: Option<String>,
@@ -282,10 +288,17 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
                 let serves = *mains.get(s).ok_or_else(|| {
                     RtError::config(f("serves"), s, "not a Main VCPU of this scenario")
                 })?;
+                let inherit = match v.inherit.as_deref() {
+                    None | Some("paper") => Inherit::Paper,
+                    Some("strict") => Inherit::Strict,
+                    Some(x) => {
+                        return Err(RtError::config(f("inherit"), x, "one of paper, strict"))
+                    }
+                };
                 IoServer::Pibs {
                     utilization,
                     serves,
-                    inherit: Inherit::Paper,
+                    inherit,
                 }
             }
             "sporadic" => {
@@ -313,20 +326,54 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
         classes.insert(class.to_string(), rt.io_class(&v.name, server, v.cpu)?);
         class_vcpu.insert(class.to_string(), v.name.clone());
     }
+    let mut wakes: HashMap<&str, Vec<crate::TaskHandle>> = HashMap::new();
     for (i, t) in sc.tasks.iter().enumerate() {
         let f = |k: &str| format!("tasks[{i}].{k}");
         let server = *mains.get(t.vcpu.as_str()).ok_or_else(|| {
             RtError::config(f("vcpu"), &t.vcpu, "not a Main VCPU of this scenario")
         })?;
-        let period = dur(&f("period"), &t.period)?;
         let work = dur(&f("work"), &t.work)?;
-        let deadline = match &t.deadline {
-            Some(d) => dur(&f("deadline"), d)?,
-            None => period,
-        };
-        rt.spawn_periodic(server, &t.name, t.priority, period, deadline, move |_| {
-            spin(work)
-        })?;
+        match (&t.period, &t.wake_on) {
+            (Some(p), None) => {
+                let period = dur(&f("period"), p)?;
+                let deadline = match &t.deadline {
+                    Some(d) => dur(&f("deadline"), d)?,
+                    None => period,
+                };
+                rt.spawn_periodic(server, &t.name, t.priority, period, deadline, move |_| {
+                    spin(work)
+                })?;
+            }
+            (None, Some(src)) => {
+                if !sc.sources.iter().any(|s| &s.name == src) {
+                    return Err(RtError::config(
+                        f("wake_on"),
+                        src,
+                        "not a source of this scenario",
+                    ));
+                }
+                if t.deadline.is_some() {
+                    return Err(RtError::config(
+                        f("deadline"),
+                        t.deadline.as_deref().unwrap_or(""),
+                        "an event-driven task has no deadline of its own (its wake latency is measured)",
+                    ));
+                }
+                let h = rt.spawn(server, &t.name, t.priority, move |ctx| {
+                    while ctx.wait_wake() {
+                        spin(work);
+                    }
+                })?;
+                wakes.entry(src.as_str()).or_default().push(h);
+            }
+            (p, w) => {
+                return Err(RtError::config(
+                    f("period"),
+                    format!("{p:?} / wake_on {w:?}"),
+                    "a task has exactly one of `period` and `wake_on`",
+                ))
+            }
+        }
     }
     // Sources: create the fds, bind them, and prepare their generators.
     type Start = Box<dyn FnOnce(Arc<AtomicBool>, Arc<AtomicU64>) + Send>;
@@ -491,6 +538,16 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
                 }
             };
         let mut handler = handler;
+        let woken = wakes.remove(s.name.as_str()).unwrap_or_default();
+        let handler = move |ev: &mut crate::Event| {
+            let n = handler();
+            if n > 0 {
+                for &t in &woken {
+                    ev.wake(t);
+                }
+            }
+            n
+        };
         match (&s.class, &s.upcall) {
             (Some(c), None) => {
                 let class = *classes.get(c.as_str()).ok_or_else(|| {
@@ -500,14 +557,14 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
                         "no I/O VCPU of this scenario serves this io_class",
                     )
                 })?;
-                rt.bind_fd(fd, class, move |_| handler())?;
+                rt.bind_fd(fd, class, handler)?;
             }
             (None, Some(u)) => {
                 let budget = UpcallBudget {
                     budget: dur(&f("upcall.budget"), &u.budget)?,
                     period: dur(&f("upcall.period"), &u.period)?,
                 };
-                rt.register_upcall(&s.name, fd, budget, move |_| handler())?;
+                rt.register_upcall(&s.name, fd, budget, handler)?;
             }
             _ => {
                 return Err(RtError::config(

@@ -58,7 +58,11 @@ def run(args: argparse.Namespace) -> int:
         for c in e["closed"]:
             print(f"    closed: {c}")
     for t in rep["tasks"]:
+        w = t["wake"]
         if t["jobs"] is None:
+            if w["count"]:
+                print(f"  task {t['name']}: woken {w['count']} times, wake latency from arrival "
+                      f"p50 {_us(w['p50'])} us, p99 {_us(w['p99'])} us, max {_us(w['max'])} us")
             continue
         r = t["response"]
         print(f"  task {t['name']}: {t['jobs']} jobs, {t['deadline_misses']} deadline misses, "
