@@ -142,7 +142,11 @@ pub(crate) struct UpcallState {
     pub name: String,
     pub fd: RawFd,
     handler: Handler,
-    server: SporadicServer,
+    /// `None`: a budget equal to its period (100 %), which cannot bind --
+    /// the time is accounted, never deferred. (A top half busy 100 % of a
+    /// window, softirq time included, would otherwise drain a C = T server
+    /// and defer the next events by up to a period.)
+    server: Option<SporadicServer>,
     deferred: Option<Nanos>,
     pub events: u64,
     pub handled: u64,
@@ -381,6 +385,7 @@ impl Runtime {
             budget.budget,
             budget.period,
         )?;
+        let server = (budget.budget < budget.period).then_some(server);
         let i = self.io_pending.upcalls.len();
         self.io_pending.upcalls.push(UpcallState {
             name: name.to_string(),
@@ -515,24 +520,26 @@ fn queue_job(cpu: &CpuShared, index: usize, job: Job) {
 /// with the CPU time used), else defer it to the replenishment.
 fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool) {
     let now = sys::now();
-    if u.deferred.is_none() {
-        u.server.unblock(
-            now,
-            UnblockCtx {
-                was_active: false,
-                running: false,
-                inherit_period: None,
-            },
-        );
-    }
-    u.server.update_budget(now);
-    if u.server.budget().is_zero() {
+    if let Some(server) = u.server.as_mut() {
         if u.deferred.is_none() {
-            u.deferrals += 1;
-            u.deferred = Some(arrival);
-            shared.io.waiter.disarm(u.fd);
+            server.unblock(
+                now,
+                UnblockCtx {
+                    was_active: false,
+                    running: false,
+                    inherit_period: None,
+                },
+            );
         }
-        return;
+        server.update_budget(now);
+        if server.budget().is_zero() {
+            if u.deferred.is_none() {
+                u.deferrals += 1;
+                u.deferred = Some(arrival);
+                shared.io.waiter.disarm(u.fd);
+            }
+            return;
+        }
     }
     let resumed = u.deferred.is_some();
     let arrival = u.deferred.take().unwrap_or(arrival);
@@ -549,7 +556,9 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
     let end = sys::now();
     let used = sys::own_cpu_time().saturating_sub(c0);
     u.cpu += used;
-    u.server.end_timeslice(end, used, false);
+    if let Some(server) = u.server.as_mut() {
+        server.end_timeslice(end, used, false);
+    }
     match r {
         Ok(items) => {
             u.handled += 1;
@@ -579,7 +588,8 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
 fn run_deferred(shared: &Shared, upcalls: &mut [UpcallState], t: Nanos) {
     for u in upcalls.iter_mut() {
         if let Some(a) = u.deferred {
-            if u.server.next_event(t).is_none_or(|e| e <= sys::now()) {
+            let next = u.server.as_ref().and_then(|s| s.next_event(t));
+            if next.is_none_or(|e| e <= sys::now()) {
                 run_upcall(shared, u, a, false);
             }
         }
@@ -592,7 +602,7 @@ fn arm_deferred_timer(io: &IoShared, upcalls: &[UpcallState]) {
     let at = upcalls
         .iter()
         .filter(|u| u.deferred.is_some())
-        .filter_map(|u| u.server.next_event(now))
+        .filter_map(|u| u.server.as_ref().and_then(|s| s.next_event(now)))
         .min();
     // A due time already past still fires at once (1 ns after the epoch).
     io.arm_timer(at.map(|t| t.max(Nanos(1))));

@@ -254,3 +254,39 @@ fn bottom_half_checks_its_budget_between_handlers() {
         share * 100.0
     );
 }
+
+/// An upcall whose budget equals its period (100 %) is accounted but never
+/// deferred, even when a flood keeps the top half busy.
+#[test]
+fn full_budget_upcall_is_never_deferred() {
+    let _g = common::serial();
+    let Some(mut rt) = common::fifo_runtime() else {
+        return;
+    };
+    let sock = udp_receiver();
+    let to = sock.local_addr().expect("addr");
+    let full = UpcallBudget {
+        budget: Nanos::from_ms(1),
+        period: Nanos::from_ms(1),
+    };
+    rt.register_upcall("full", raw(&sock), full, move |_| {
+        drain(&sock, 64, Nanos::from_us(20))
+    })
+    .expect("upcall");
+    rt.start().expect("start");
+    let tx = Sender::start(to, Duration::ZERO);
+    std::thread::sleep(Duration::from_millis(500));
+    tx.finish();
+    let r = rt.stop();
+    let u = r.event("full").expect("report");
+    eprintln!(
+        "full-budget upcall: handled {} deferrals {} top half {} ns",
+        u.handled, u.deferrals, r.top_half_cpu_ns
+    );
+    assert!(u.handled > 10);
+    assert_eq!(u.deferrals, 0);
+    assert!(
+        r.top_half_cpu_ns > 100_000_000,
+        "the flood kept the top half busy"
+    );
+}
