@@ -105,3 +105,67 @@ def test_cli_reports_bad_scenario_as_usage_error(
     path.write_text("vcpus: []\nbogus: 1\n")
     assert main(["run", str(path), "--out", str(tmp_path)]) == 2
     assert "bogus" in capsys.readouterr().err
+
+
+def _irqlab_cmd() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "irqlab"]
+
+
+def test_sigint_stops_run_cleanly_and_still_reports(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import time
+
+    proc = subprocess.Popen(
+        [*_irqlab_cmd(), "run", "isolation", "--duration", "30s", "--out", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0, err
+    assert "(interrupted)" in out
+    result = json.loads((tmp_path / "run.json").read_text())
+    assert result["interrupted"] is True
+    assert result["report"]["duration_ns"] < 10_000_000_000
+
+
+def _unprivileged() -> list[str]:
+    """A command prefix that runs without CAP_SYS_NICE (so SCHED_FIFO is
+    refused with EPERM), or skip."""
+    import os
+    import shutil
+
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and util-linux setpriv to drop CAP_SYS_NICE for the check")
+    return [setpriv, "--bounding-set", "-sys_nice", "--inh-caps", "-sys_nice"]
+
+
+def test_without_privileges_runtime_falls_back_to_park_only_or_refuses(tmp_path: Path) -> None:
+    import subprocess
+
+    prefix = _unprivileged()
+    text = runtime.scenario_path("isolation").read_text()
+    scen = tmp_path / "s.yaml"
+    scen.write_text(text)
+    out_dir = tmp_path / "out"
+    cmd = [*prefix, *_irqlab_cmd(), "run", str(scen), "--duration", "1s", "--out", str(out_dir)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    rep = json.loads((out_dir / "run.json").read_text())["report"]
+    assert rep["mode"] == "park-only"
+    assert any("SCHED_FIFO unavailable" in w for w in rep["warnings"])
+    # Budgets are still enforced by parking.
+    servers = {s["name"]: s for s in rep["servers"]}
+    assert servers["io.flood"]["share"] <= 0.07
+    # Asked to require SCHED_FIFO, it refuses with the kernel's reason.
+    scen.write_text(text.replace("runtime: {duration: 2s}",
+                                 "runtime: {duration: 2s, require_fifo: true}"))
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert run.returncode == 2
+    assert "not permitted" in run.stderr, run.stderr
