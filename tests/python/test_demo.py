@@ -25,6 +25,10 @@ def test_demo_runs_and_writes_outputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "300us  ATA interrupt          IOVCPU.ata-bh       80us" in out
     # ... and its next eligibility is 300us + 80us / 10% = 1100us
     assert "e=1100us" in out
+    # real threads: both variants of the runtime scenario ran (or the demo
+    # said why it could not)
+    assert "on real threads" in out
+    assert ("5 % PIBS I/O VCPU" in out and "no I/O VCPU" in out) or "skipped:" in out
 
 
 def test_demo_rejects_bad_duration(capsys: pytest.CaptureFixture[str]) -> None:
