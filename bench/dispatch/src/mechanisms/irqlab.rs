@@ -7,7 +7,10 @@
 //! never deferred; with 9 ms / 10 ms the saturated bandwidth phase left a
 //! budget debt that delayed the first ping-pong round trips by up to two
 //! periods), the I/O VCPU has 90 %. The runtime's supervisor and top half
-//! run on the server CPU, like the other mechanisms' server. With
+//! run on the server CPU, like the other mechanisms' server, and are
+//! SCHED_FIFO whenever the kernel permits it, whatever `--sched` gives the
+//! server process (the runtime's design: the top half plays the paper's
+//! softirq context, out of reach of CPU-bound processes). With
 //! `IRQLAB_BENCH_DEBUG` set, the runtime's own per-path counts and
 //! latencies go to stderr.
 
@@ -128,7 +131,7 @@ impl Mechanism for RtUpcall {
         "irqlab-upcall"
     }
     fn how(&self) -> &'static str {
-        "irqlab-rt register_upcall: the top-half thread (FIFO 95) wakes from epoll_wait and runs the handler itself, charged to a 100 % budget (10 ms / 10 ms: accounted, never deferred); handler starts when the top half calls it"
+        "irqlab-rt register_upcall: the top-half thread (FIFO 95) wakes from epoll_wait and runs the handler itself, charged to a 100 % budget (10 ms / 10 ms: accounted, never deferred); handler starts when the top half calls it; runtime threads are SCHED_FIFO whatever --sched says"
     }
     fn kernel_timestamps(&self) -> bool {
         true
