@@ -627,6 +627,9 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
             if let Some(j) = st.classes[class.index].queue.pop_front() {
                 return Some(j);
             }
+            if shared.stop.load(Ordering::SeqCst) {
+                return None; // the gates were opened for the stop
+            }
             sh.gate.close();
             let now = sys::now();
             let _ = st.sched.block(now, id);

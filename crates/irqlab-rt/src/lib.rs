@@ -845,6 +845,11 @@ impl TaskCtx {
     fn block_and_wait(&self, set: impl FnOnce(&mut ThreadRec, Nanos) -> bool) -> bool {
         let blocked = park::critical(|| {
             let mut st = self.cpu.lock();
+            // `stop` is set before the gates are opened (under this lock):
+            // a thread must not close its gate after that.
+            if self.shared.stop.load(Ordering::SeqCst) {
+                return false;
+            }
             let now = sys::now();
             let rec = &mut st.threads[self.id.0];
             if !set(rec, now) {

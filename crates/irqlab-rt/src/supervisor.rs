@@ -171,4 +171,8 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
             break;
         }
     }
+    // A last pass may have parked a thread after `stop` unparked it.
+    for t in &cpu.lock().threads {
+        t.sh.park.unpark();
+    }
 }
