@@ -290,3 +290,74 @@ fn full_budget_upcall_is_never_deferred() {
         "the flood kept the top half busy"
     );
 }
+
+/// Liveness of `stop`: twenty start/stop cycles with a CPU-bound thread in
+/// a depleting server (parked at the stop), a periodic task, a bottom half
+/// and an upcall under a flood all end; a watchdog aborts the test binary
+/// instead of hanging the suite.
+#[test]
+fn stop_always_ends_every_thread() {
+    let _g = common::serial();
+    if common::fifo_runtime().is_none() {
+        return;
+    }
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d2 = done.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(60));
+        if !d2.load(Ordering::SeqCst) {
+            eprintln!("stop_always_ends_every_thread: a stop hung; aborting");
+            std::process::abort();
+        }
+    });
+    for i in 0..20u64 {
+        let mut rt = common::fifo_runtime().expect("runtime");
+        let hog = rt
+            .main_vcpu("hog", Nanos::from_us(200), Nanos::from_ms(1), None)
+            .expect("hog");
+        rt.spawn(hog, "spin", 0, |ctx| {
+            while ctx.running() {
+                std::hint::spin_loop();
+            }
+        })
+        .expect("spin");
+        let m = rt
+            .main_vcpu("m", Nanos::from_ms(1), Nanos::from_ms(5), None)
+            .expect("m");
+        rt.spawn_periodic(m, "tick", 0, Nanos::from_ms(2), Nanos::from_ms(2), |_| {})
+            .expect("tick");
+        let class = rt
+            .io_class(
+                "c",
+                IoServer::Sporadic {
+                    budget: Nanos::from_us(300),
+                    period: Nanos::from_ms(1),
+                },
+                None,
+            )
+            .expect("class");
+        let s1 = udp_receiver();
+        let to1 = s1.local_addr().expect("addr");
+        rt.bind_fd(raw(&s1), class, move |_| drain(&s1, 8, Nanos::from_us(10)))
+            .expect("bind");
+        let s2 = udp_receiver();
+        let to2 = s2.local_addr().expect("addr");
+        let b = UpcallBudget {
+            budget: Nanos::from_us(100),
+            period: Nanos::from_ms(1),
+        };
+        rt.register_upcall("u", raw(&s2), b, move |_| drain(&s2, 8, Nanos::from_us(10)))
+            .expect("upcall");
+        rt.start().expect("start");
+        let (t1, t2) = (
+            Sender::start(to1, Duration::ZERO),
+            Sender::start(to2, Duration::ZERO),
+        );
+        std::thread::sleep(Duration::from_millis(10 + 3 * i));
+        let r = rt.stop();
+        t1.finish();
+        t2.finish();
+        assert!(r.task("spin").is_some());
+    }
+    done.store(true, Ordering::SeqCst);
+}
