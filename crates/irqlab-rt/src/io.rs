@@ -116,6 +116,9 @@ pub(crate) struct Job {
     fd: RawFd,
     arrival: Nanos,
     hangup: bool,
+    /// The period a PIBS I/O VCPU inherits for this job (the Main VCPU
+    /// waiting on the fd), if any.
+    inherit: Option<Nanos>,
 }
 
 /// Per-class state kept under the CPU lock.
@@ -161,7 +164,13 @@ pub(crate) struct UpcallState {
 
 #[derive(Clone, Copy)]
 enum Binding {
-    Class { cpu: usize, index: usize },
+    /// `inherit`: the period of the Main VCPU waiting on this fd, if it
+    /// overrides the class's.
+    Class {
+        cpu: usize,
+        index: usize,
+        inherit: Option<Nanos>,
+    },
     Upcall(usize),
 }
 
@@ -340,12 +349,43 @@ impl Runtime {
     }
 
     /// Bind `fd` to I/O class `class` (USB-DIFFSERV `usb_set_iovcpu`): its
-    /// events are handled by `handler` on the class's I/O VCPU. The fd
+    /// events are handled by `handler` on the class's I/O VCPU, which (if
+    /// PIBS) inherits the period of the Main VCPU the class serves. The fd
     /// should be non-blocking; the handler should consume what is ready.
     pub fn bind_fd<F>(&mut self, fd: RawFd, class: IoClass, handler: F) -> Result<(), RtError>
     where
         F: FnMut(&mut Event) -> u64 + Send + 'static,
     {
+        self.bind(fd, class, None, Box::new(handler))
+    }
+
+    /// Like [`Runtime::bind_fd`], with the Main VCPU waiting on this fd
+    /// named per fd: a PIBS I/O VCPU inherits `waiter`'s period for this
+    /// fd's events (QUEST-VCPU Alg. 10: the I/O VCPU takes the priority of
+    /// the Main VCPU it is serving now).
+    pub fn bind_fd_for<F>(
+        &mut self,
+        fd: RawFd,
+        class: IoClass,
+        waiter: ServerHandle,
+        handler: F,
+    ) -> Result<(), RtError>
+    where
+        F: FnMut(&mut Event) -> u64 + Send + 'static,
+    {
+        let p = waiter
+            .period
+            .ok_or_else(|| RtError::config("waiter", waiter.id.0, "a Main VCPU with a period"))?;
+        self.bind(fd, class, Some(p), Box::new(handler))
+    }
+
+    fn bind(
+        &mut self,
+        fd: RawFd,
+        class: IoClass,
+        inherit: Option<Nanos>,
+        handler: Handler,
+    ) -> Result<(), RtError> {
         self.check_fd(fd)?;
         let slot = self
             .io_pending
@@ -353,17 +393,19 @@ impl Runtime {
             .iter_mut()
             .find(|(c, _)| *c == class)
             .ok_or_else(|| RtError::config("class", class.index, "not a class of this runtime"))?;
-        slot.1.insert(fd, Box::new(handler));
+        slot.1.insert(fd, handler);
+        let mut st = self.shared.cpus[class.cpu].lock();
+        let c = &mut st.classes[class.index];
+        c.fds.push(fd);
+        let inherit = if c.pibs { inherit.or(c.inherit) } else { None };
         self.io_pending.bindings.insert(
             fd,
             Binding::Class {
                 cpu: class.cpu,
                 index: class.index,
+                inherit,
             },
         );
-        self.shared.cpus[class.cpu].lock().classes[class.index]
-            .fds
-            .push(fd);
         Ok(())
     }
 
@@ -462,13 +504,18 @@ fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
             }
             let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
             match bindings.get(&fd) {
-                Some(&Binding::Class { cpu, index }) => queue_job(
+                Some(&Binding::Class {
+                    cpu,
+                    index,
+                    inherit,
+                }) => queue_job(
                     &shared.cpus[cpu],
                     index,
                     Job {
                         fd,
                         arrival: t,
                         hangup,
+                        inherit,
                     },
                 ),
                 Some(&Binding::Upcall(i)) => {
@@ -500,7 +547,7 @@ fn queue_job(cpu: &CpuShared, index: usize, job: Job) {
         let c = &mut st.classes[index];
         c.events += 1;
         c.queue.push_back(job);
-        let (worker, inherit) = (c.worker, c.inherit);
+        let (worker, inherit) = (c.worker, job.inherit);
         let sh = st.threads[worker.0].sh.clone();
         let was_runnable = st.sched.thread_runnable(worker).unwrap_or(false);
         let server = st.sched.thread_server(worker).ok();
@@ -692,7 +739,7 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
             if let Some(msg) = closed {
                 c.closed.push(msg);
             }
-            if let (true, Some(p)) = (c.pibs, c.inherit) {
+            if let (true, Some(p)) = (c.pibs, job.inherit) {
                 let now = sys::now();
                 let _ = st.sched.io_service_done(now, class.server.id, p);
             }
