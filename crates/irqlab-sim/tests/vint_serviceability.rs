@@ -138,7 +138,8 @@ proptest! {
             prop_assert!(!c.analysis.serviceable, "{}: Eq. 8 serviceable", name);
             prop_assert!(!c.sim_serviceable, "{}: served in simulation", name);
             prop_assert_eq!(c.late_vcpus, 3, "{}: VCPUs with a late flow", name);
-            prop_assert!(c.worst_ratio > 2.0, "{}: worst {:.2} x T", name, c.worst_ratio);
+            // a wait of at least 4.2 ms for an inter-arrival time of at most 2.5
+            prop_assert!(c.worst_ratio > 1.6, "{}: worst {:.2} x T", name, c.worst_ratio);
         }
     }
 }
