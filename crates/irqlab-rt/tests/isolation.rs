@@ -53,20 +53,24 @@ fn control_with_flood(mut rt: Runtime, isolated: bool) -> Report {
     let to = sock.local_addr().expect("addr");
     rt.bind_fd(raw(&sock), flood, move |_| drain(&sock, BATCH, WORK))
         .expect("bind");
+    let steal0 = common::steal_ticks(1);
     rt.start().expect("start");
     let sender = Sender::start(to, Duration::ZERO);
     std::thread::sleep(Duration::from_millis(1500));
     let sent = sender.finish();
     let r = rt.stop();
+    let steal = common::steal_ticks(1) - steal0;
     let c = r.event("flood").expect("flood report");
     eprintln!(
         "isolated={isolated}: sent {sent}, received {} in {} events, kernel drops {}, \
-         flood share {:.3}, control {:?}",
+         flood share {:.3}, control {:?}, steal {steal} ticks, response max {:?} ns",
         c.items,
         c.events,
         c.kernel_drops,
         r.server("flood").map_or(0.0, |s| s.share),
         r.task("control").map(|t| (t.jobs, t.deadline_misses)),
+        r.task("control")
+            .and_then(|t| t.response.as_ref().and_then(|x| x.max)),
     );
     // Every datagram is handled, dropped by the kernel (counted), or still
     // in the socket buffer at the stop (a few hundred at most).

@@ -129,3 +129,16 @@ impl Sender {
 pub fn raw(s: &UdpSocket) -> i32 {
     s.as_raw_fd()
 }
+
+/// Time the hypervisor took from `cpu` so far (the `steal` column of
+/// `/proc/stat`, in USER_HZ ticks of 10 ms): a test that misses a deadline
+/// while this grows lost its CPU to the host, not to the runtime.
+pub fn steal_ticks(cpu: usize) -> u64 {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let name = format!("cpu{cpu}");
+    text.lines()
+        .find(|l| l.split_whitespace().next() == Some(name.as_str()))
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
