@@ -8,7 +8,7 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -205,109 +205,27 @@ fn high_class_latency_does_not_depend_on_flooded_low_class() {
     );
 }
 
-#[test]
-fn pibs_io_vcpu_takes_the_priority_of_the_main_vcpu_it_serves() {
-    let _g = common::serial();
-    let Some(mut rt) = common::fifo_runtime() else {
-        return;
-    };
+/// Every SCHED_FIFO priority each recorder's thread ran at, for a fast
+/// (5 ms) and a slow (50 ms) Main VCPU with one periodic task each, and a
+/// PIBS I/O VCPU handling one fd for each of them: as two classes each
+/// serving one Main VCPU (`per_fd == false`), or as one class with the
+/// waiting Main VCPU named per fd (`bind_fd_for`). Recorders: fast task,
+/// slow task, fast fd's handler, slow fd's handler. `None`: skipped.
+///
+/// A thread whose server has budget but is not dispatched may also run in a
+/// gap at the background priority (by design), and with `Inherit::Paper`
+/// an I/O VCPU still busy with one Main VCPU's request keeps that priority
+/// for the next one until it blocks; so callers check that each handler was
+/// seen at its waiter's level and never above the highest waiter's.
+fn pibs_priorities(per_fd: bool) -> Option<[Vec<i32>; 4]> {
+    let mut rt = common::fifo_runtime()?;
     let fast = rt
         .main_vcpu("fast", Nanos::from_ms(1), Nanos::from_ms(5), None)
         .expect("fast");
     let slow = rt
         .main_vcpu("slow", Nanos::from_ms(5), Nanos::from_ms(50), None)
         .expect("slow");
-    let seen: Vec<Arc<AtomicI32>> = (0..4).map(|_| Arc::new(AtomicI32::new(-1))).collect();
-    let mine = |i: usize| {
-        let s = seen[i].clone();
-        move || {
-            let p = irqlab_rt::sys::get_policy(0).map_or(-2, |p| p.priority);
-            s.store(p, Ordering::SeqCst);
-        }
-    };
-    let (f_task, s_task) = (mine(0), mine(1));
-    rt.spawn_periodic(
-        fast,
-        "fast-task",
-        0,
-        Nanos::from_ms(5),
-        Nanos::from_ms(5),
-        move |_| f_task(),
-    )
-    .expect("fast task");
-    rt.spawn_periodic(
-        slow,
-        "slow-task",
-        0,
-        Nanos::from_ms(50),
-        Nanos::from_ms(50),
-        move |_| s_task(),
-    )
-    .expect("slow task");
-    for (i, serves, name) in [(2, fast, "io-fast"), (3, slow, "io-slow")] {
-        let class = rt
-            .io_class(
-                name,
-                IoServer::Pibs {
-                    utilization: Utilization::new(10, 100).expect("10 %"),
-                    serves,
-                    inherit: Inherit::Paper,
-                },
-                None,
-            )
-            .expect("class");
-        let sock = udp_receiver();
-        let to = sock.local_addr().expect("addr");
-        let record = mine(i);
-        rt.bind_fd(raw(&sock), class, move |_| {
-            record();
-            drain(&sock, BATCH, Nanos::ZERO)
-        })
-        .expect("bind");
-        std::mem::forget(Sender::start(to, Duration::from_millis(3)));
-    }
-    rt.start().expect("start");
-    std::thread::sleep(Duration::from_millis(300));
-    let r = rt.stop();
-    let p: Vec<i32> = seen.iter().map(|a| a.load(Ordering::SeqCst)).collect();
-    eprintln!(
-        "priorities fast-task {} slow-task {} io-fast {} io-slow {}",
-        p[0], p[1], p[2], p[3]
-    );
-    assert!(r.event("io-fast").is_some_and(|e| e.handled > 0));
-    assert_eq!(
-        p[2], p[0],
-        "I/O VCPU serving the 5 ms Main VCPU runs at its priority"
-    );
-    assert_eq!(
-        p[3], p[1],
-        "I/O VCPU serving the 50 ms Main VCPU runs at its priority"
-    );
-    assert!(p[0] > p[1], "the 5 ms Main VCPU outranks the 50 ms one");
-}
-
-/// One PIBS I/O VCPU serving two Main VCPUs through two fds
-/// (`bind_fd_for`): while it handles an fd it runs at the priority of the
-/// Main VCPU waiting on that fd (QUEST-VCPU Alg. 10). Every priority a
-/// handler or task ran at is recorded: a thread whose server has budget but
-/// is not dispatched may also run in a gap at the background priority (by
-/// design), and with `Inherit::Paper` an I/O VCPU still busy with the fast
-/// Main VCPU's request keeps that priority for the next one until it
-/// blocks; so the checks are that each fd's handler was seen at its own
-/// waiter's level and never above the highest waiter's.
-#[test]
-fn pibs_io_vcpu_inherits_the_waiter_of_each_fd() {
-    let _g = common::serial();
-    let Some(mut rt) = common::fifo_runtime() else {
-        return;
-    };
-    let fast = rt
-        .main_vcpu("fast", Nanos::from_ms(1), Nanos::from_ms(5), None)
-        .expect("fast");
-    let slow = rt
-        .main_vcpu("slow", Nanos::from_ms(5), Nanos::from_ms(50), None)
-        .expect("slow");
-    // Per recorder, a bit per SCHED_FIFO priority seen (1..=99 in two words).
+    // Per recorder, a bit per priority seen (0..128 in two words).
     let seen: Vec<Arc<[AtomicU64; 2]>> = (0..4)
         .map(|_| Arc::new([AtomicU64::new(0), AtomicU64::new(0)]))
         .collect();
@@ -339,25 +257,38 @@ fn pibs_io_vcpu_inherits_the_waiter_of_each_fd() {
         move |_| s(),
     )
     .expect("slow task");
-    let io = rt
-        .io_class(
-            "io",
+    let mut class = |name: &str, serves| {
+        rt.io_class(
+            name,
             IoServer::Pibs {
                 utilization: Utilization::new(10, 100).expect("10 %"),
-                serves: fast,
+                serves,
                 inherit: Inherit::Paper,
             },
             None,
         )
-        .expect("class");
-    for (i, waiter, gap) in [(2, fast, 7), (3, slow, 11)] {
+        .expect("class")
+    };
+    let classes = if per_fd {
+        let io = class("io", fast);
+        [io, io]
+    } else {
+        [class("io-fast", fast), class("io-slow", slow)]
+    };
+    for (i, waiter, gap) in [(0, fast, 7), (1, slow, 11)] {
         let sock = udp_receiver();
         let to = sock.local_addr().expect("addr");
-        let r = record(i);
-        rt.bind_fd_for(raw(&sock), io, waiter, move |_| {
+        let fd = raw(&sock);
+        let r = record(2 + i);
+        let handler = move |_: &mut irqlab_rt::Event| {
             r();
             drain(&sock, BATCH, Nanos::ZERO)
-        })
+        };
+        if per_fd {
+            rt.bind_fd_for(fd, classes[i], waiter, handler)
+        } else {
+            rt.bind_fd(fd, classes[i], handler)
+        }
         .expect("bind");
         std::mem::forget(Sender::start(to, Duration::from_millis(gap)));
     }
@@ -370,10 +301,15 @@ fn pibs_io_vcpu_inherits_the_waiter_of_each_fd() {
             .map(|p| p as i32)
             .collect()
     };
-    let (ft, st, ff, sf) = (prios(0), prios(1), prios(2), prios(3));
-    eprintln!(
-        "priorities seen: fast-task {ft:?} slow-task {st:?} fd-for-fast {ff:?} fd-for-slow {sf:?}"
-    );
+    Some([prios(0), prios(1), prios(2), prios(3)])
+}
+
+fn check_inheritance(per_fd: bool) {
+    let _g = common::serial();
+    let Some([ft, st, ff, sf]) = pibs_priorities(per_fd) else {
+        return;
+    };
+    eprintln!("per_fd {per_fd}: fast-task {ft:?} slow-task {st:?} fast fd {ff:?} slow fd {sf:?}");
     let fast_level = *ft.iter().max().expect("fast task ran");
     let slow_level = *st.iter().max().expect("slow task ran");
     assert!(
@@ -392,4 +328,19 @@ fn pibs_io_vcpu_inherits_the_waiter_of_each_fd() {
         ff.iter().chain(&sf).all(|&p| p <= fast_level),
         "never above the highest waiter"
     );
+}
+
+/// A PIBS I/O VCPU serving a Main VCPU runs at that Main VCPU's priority
+/// (QUEST-VCPU Alg. 10), one class per Main VCPU.
+#[test]
+fn pibs_io_vcpu_takes_the_priority_of_the_main_vcpu_it_serves() {
+    check_inheritance(false);
+}
+
+/// One PIBS I/O VCPU serving two Main VCPUs through two fds
+/// (`bind_fd_for`): while it handles an fd it runs at the priority of the
+/// Main VCPU waiting on that fd.
+#[test]
+fn pibs_io_vcpu_inherits_the_waiter_of_each_fd() {
+    check_inheritance(true);
 }
