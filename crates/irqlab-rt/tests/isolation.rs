@@ -328,6 +328,14 @@ fn check_inheritance(per_fd: bool) {
         ff.iter().chain(&sf).all(|&p| p <= fast_level),
         "never above the highest waiter"
     );
+    if !per_fd {
+        // Its own class: the slow fd's I/O VCPU only ever serves the slow
+        // Main VCPU.
+        assert!(
+            sf.iter().all(|&p| p <= slow_level),
+            "slow class above its Main VCPU"
+        );
+    }
 }
 
 /// A PIBS I/O VCPU serving a Main VCPU runs at that Main VCPU's priority
