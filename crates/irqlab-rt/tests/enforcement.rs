@@ -87,3 +87,59 @@ fn registered_thread_runs_under_its_server_and_leaves_cleanly() {
     assert_eq!(before, after, "policy restored after leaving");
     assert_eq!(aff0, aff1, "affinity restored after leaving");
 }
+
+/// One supervisor per managed CPU: two CPU-bound threads in servers on two
+/// CPUs get their own budgets (30 % and 50 %) at the same time.
+#[test]
+fn each_cpu_has_its_own_supervisor() {
+    let _g = common::serial();
+    let cpus = irqlab_rt::sys::allowed_cpus();
+    if cpus.len() < 2 {
+        eprintln!("SKIPPED: needs two CPUs, this process may use {cpus:?}");
+        return;
+    }
+    let cfg = irqlab_rt::Config {
+        cpus: cpus[..2].to_vec(),
+        require_fifo: true,
+        ..irqlab_rt::Config::default()
+    };
+    let mut rt = match irqlab_rt::Runtime::new(cfg) {
+        Ok(rt) => rt,
+        Err(e) if e.is_unavailable() => {
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    for (name, cpu, budget) in [("a", cpus[0], 300), ("b", cpus[1], 500)] {
+        let s = rt
+            .main_vcpu(name, Nanos::from_us(budget), Nanos::from_ms(1), Some(cpu))
+            .expect("server");
+        rt.spawn(s, name, 0, |ctx| {
+            while ctx.running() {
+                std::hint::spin_loop();
+            }
+        })
+        .expect("spawn");
+    }
+    rt.start().expect("start");
+    std::thread::sleep(Duration::from_secs(1));
+    let r = rt.stop();
+    let (a, b) = (r.server("a").expect("a"), r.server("b").expect("b"));
+    eprintln!(
+        "cpu {} share {:.4}, cpu {} share {:.4}",
+        a.cpu, a.share, b.cpu, b.share
+    );
+    assert_ne!(a.cpu, b.cpu);
+    assert!(
+        (0.27..=0.33).contains(&a.share),
+        "a got {:.1} %",
+        a.share * 100.0
+    );
+    assert!(
+        (0.47..=0.53).contains(&b.share),
+        "b got {:.1} %",
+        b.share * 100.0
+    );
+    assert_eq!(r.supervisors.len(), 2);
+}
