@@ -168,6 +168,9 @@ pub(crate) struct ServerRec {
     pub kind: &'static str,
     pub budget: Option<Nanos>,
     pub period: Option<Nanos>,
+    /// How far past its remaining budget the server ran before the
+    /// supervisor stopped it, at each exhaustion (enforcement precision).
+    pub overrun: LatencyRecorder,
 }
 
 pub(crate) struct CpuState {
@@ -177,6 +180,9 @@ pub(crate) struct CpuState {
     pub classes: Vec<io::ClassState>,
     pub last_step: Nanos,
     pub dispatched: Option<ServerId>,
+    pub dispatched_background: bool,
+    /// How late the supervisor's timer woke it.
+    pub timer_latency: LatencyRecorder,
     pub passes: u64,
     pub prio_changes: u64,
     pub throttles: u64,
@@ -302,6 +308,8 @@ impl Runtime {
                     classes: Vec::new(),
                     last_step: Nanos::ZERO,
                     dispatched: None,
+                    dispatched_background: false,
+                    timer_latency: LatencyRecorder::new(SAMPLES, None),
                     passes: 0,
                     prio_changes: 0,
                     throttles: 0,
@@ -380,6 +388,7 @@ impl Runtime {
             kind,
             budget,
             period,
+            overrun: LatencyRecorder::new(SAMPLES, None),
         });
         Ok(ServerHandle {
             cpu: ci,

@@ -55,6 +55,9 @@ pub struct ServerReport {
     pub cpu_time_ns: u64,
     /// `cpu_time / run time`.
     pub share: f64,
+    /// CPU time used past the budget at each exhaustion before the
+    /// supervisor (or the cooperative check) stopped the server.
+    pub overrun: Latency,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -104,6 +107,8 @@ pub struct SupervisorReport {
     pub priority_changes: u64,
     pub throttles: u64,
     pub errors: u64,
+    /// How late the supervisor's timer woke it (the floor of enforcement).
+    pub timer_latency: Latency,
 }
 
 /// Everything a run produced.
@@ -163,6 +168,7 @@ impl Report {
                     } else {
                         0.0
                     },
+                    overrun: Latency::of(&s.overrun),
                 });
             }
             for t in &st.threads {
@@ -202,6 +208,7 @@ impl Report {
                 priority_changes: st.prio_changes,
                 throttles: st.throttles,
                 errors: st.errors,
+                timer_latency: Latency::of(&st.timer_latency),
             });
         }
         for u in shared

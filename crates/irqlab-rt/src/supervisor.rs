@@ -47,8 +47,18 @@ pub(crate) fn step(st: &mut CpuState, shared: &Shared, now: Nanos) -> Option<Nan
     }
     let wall = now.saturating_sub(st.last_step);
     st.last_step = now;
-    if current.is_some() {
+    if let Some(sid) = current {
         st.sched.exclude(wall.saturating_sub(used));
+        // Enforcement precision: CPU time used beyond the budget the
+        // server had left when it was dispatched.
+        let left = st
+            .sched
+            .server(sid)
+            .map(|s| s.budget())
+            .unwrap_or(Nanos::MAX);
+        if left != Nanos::MAX && used > left && !st.dispatched_background {
+            st.servers[sid.0].overrun.record(used - left);
+        }
     }
     // (2) Timed waits that are due.
     let mut next_release: Option<Nanos> = None;
@@ -114,6 +124,7 @@ pub(crate) fn step(st: &mut CpuState, shared: &Shared, now: Nanos) -> Option<Nan
         }
     }
     st.dispatched = d.server;
+    st.dispatched_background = d.background;
     match (d.next_update, next_release) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -164,8 +175,14 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
-        let timeout = next.map(|t| t.saturating_sub(sys::now()).max(min_sleep));
-        sys::wait_readable(cpu.doorbell.0, timeout);
+        let before = sys::now();
+        let timeout = next.map(|t| t.saturating_sub(before).max(min_sleep));
+        let rung = sys::wait_readable(cpu.doorbell.0, timeout);
+        if let (false, Some(d)) = (rung, timeout) {
+            // Woken by the timer: how late (the enforcement floor).
+            let late = sys::now().saturating_sub(before + d);
+            cpu.lock().timer_latency.record(late);
+        }
         sys::eventfd_drain(cpu.doorbell.0);
         if shared.stop.load(Ordering::SeqCst) {
             break;

@@ -289,8 +289,9 @@ pub fn eventfd_drain(fd: libc::c_int) -> u64 {
 }
 
 /// Wait until `fd` is readable or `timeout` (relative; `None`: forever)
-/// passes. Interrupted waits return early.
-pub fn wait_readable(fd: libc::c_int, timeout: Option<Nanos>) {
+/// passes. Interrupted waits return early. Returns whether `fd` is
+/// readable.
+pub fn wait_readable(fd: libc::c_int, timeout: Option<Nanos>) -> bool {
     let mut pfd = libc::pollfd {
         fd,
         events: libc::POLLIN,
@@ -301,9 +302,8 @@ pub fn wait_readable(fd: libc::c_int, timeout: Option<Nanos>) {
         .as_ref()
         .map_or(std::ptr::null(), |t| t as *const libc::timespec);
     // SAFETY: `pfd` and `tsp` are valid for the call.
-    unsafe {
-        libc::ppoll(&mut pfd, 1, tsp, std::ptr::null());
-    }
+    let n = unsafe { libc::ppoll(&mut pfd, 1, tsp, std::ptr::null()) };
+    n > 0
 }
 
 /// Send signal `sig` to thread `tid` of this process.

@@ -25,7 +25,15 @@ fn cpu_bound_thread_gets_its_budget_share() {
     rt.start().expect("start");
     std::thread::sleep(Duration::from_secs(2));
     let r = rt.stop();
-    let share = r.server("hog").expect("server report").share;
+    let hog = r.server("hog").expect("server report");
+    let share = hog.share;
+    let tl = &r.supervisors[0].timer_latency;
+    eprintln!(
+        "enforcement overrun: {} exhaustions, p50 {:?} ns, p99 {:?} ns, max {:?} ns; \
+         supervisor timer late p50 {:?} p99 {:?}",
+        hog.overrun.count, hog.overrun.p50, hog.overrun.p99, hog.overrun.max, tl.p50, tl.p99
+    );
+    assert!(hog.overrun.count > 1000, "about one exhaustion per period");
     eprintln!(
         "share {share:.4}; supervisor {:?}; parks {}",
         r.supervisors,
