@@ -21,7 +21,15 @@ from irqlab._native import rt as _rt
 ScenarioError = _rt.ScenarioError
 RuntimeUnavailable = _rt.RuntimeUnavailable
 
-__all__ = ["RunOutput", "RuntimeUnavailable", "ScenarioError", "run", "scenario_path", "scenarios"]
+__all__ = [
+    "RunOutput",
+    "RuntimeUnavailable",
+    "ScenarioError",
+    "check",
+    "run",
+    "scenario_path",
+    "scenarios",
+]
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,14 @@ def scenario_path(name_or_path: str | Path) -> Path:
         f"{name_or_path}: no such file and not a shipped runtime scenario "
         f"({', '.join(scenarios())})"
     )
+
+
+def check(scenario: str | Path) -> Path:
+    """Validate a scenario and build its runtime without starting it;
+    returns its path. Raises :class:`ScenarioError` when invalid."""
+    path = scenario_path(scenario)
+    _rt.check_scenario(path.name, path.read_text())
+    return path
 
 
 def run(scenario: str | Path, duration_ns: int | None = None) -> RunOutput:

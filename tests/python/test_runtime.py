@@ -98,6 +98,18 @@ def test_bad_scenario_names_field_value_and_rule(tmp_path: Path, patch: str, nee
     assert expected[key] in msg, msg
 
 
+def test_check_validates_without_running(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["run", "isolation", "--check"]) == 0
+    assert "valid" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(runtime.scenario_path("isolation").read_text().replace("batch: 32", "batch: 0"))
+    assert main(["run", str(bad), "--check"]) == 2
+    assert "sources[1].batch = 0" in capsys.readouterr().err
+    assert not (tmp_path / "run.json").exists()
+
+
 def test_cli_reports_bad_scenario_as_usage_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

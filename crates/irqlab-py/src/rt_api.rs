@@ -34,11 +34,7 @@ fn run_scenario(
 ) -> PyResult<(String, String, String)> {
     let r =
         py.detach(|| irqlab_rt::scenario::run_str(name, text, duration_ns.map(irqlab_core::Nanos)));
-    let r = r.map_err(|e| match e {
-        irqlab_rt::RtError::Config { .. } => ScenarioError::new_err(e.to_string()),
-        e if e.is_unavailable() => RuntimeUnavailable::new_err(e.to_string()),
-        e => PyRuntimeError::new_err(e.to_string()),
-    })?;
+    let r = r.map_err(to_py)?;
     let json = serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok((
         json,
@@ -47,9 +43,24 @@ fn run_scenario(
     ))
 }
 
+fn to_py(e: irqlab_rt::RtError) -> PyErr {
+    match e {
+        irqlab_rt::RtError::Config { .. } => ScenarioError::new_err(e.to_string()),
+        e if e.is_unavailable() => RuntimeUnavailable::new_err(e.to_string()),
+        e => PyRuntimeError::new_err(e.to_string()),
+    }
+}
+
+/// Validate scenario `text` and build its runtime without starting it.
+#[pyfunction]
+fn check_scenario(name: &str, text: &str) -> PyResult<()> {
+    irqlab_rt::scenario::check_str(name, text).map_err(to_py)
+}
+
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "rt")?;
     m.add_function(wrap_pyfunction!(run_scenario, &m)?)?;
+    m.add_function(wrap_pyfunction!(check_scenario, &m)?)?;
     m.add("ScenarioError", parent.py().get_type::<ScenarioError>())?;
     m.add(
         "RuntimeUnavailable",

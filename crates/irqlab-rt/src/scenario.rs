@@ -220,6 +220,31 @@ fn spin(work: Nanos) {
 /// Parse, validate and run `text` (the scenario file's contents) for its
 /// duration (or `duration` if given), stopping early at SIGINT/SIGTERM.
 pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunResult, RtError> {
+    prepare(name, text, duration)?.run()
+}
+
+/// Parse and validate `text` and build its runtime without starting
+/// anything (what `irqlab run --check` does).
+pub fn check_str(name: &str, text: &str) -> Result<(), RtError> {
+    prepare(name, text, None).map(|_| ())
+}
+
+/// A generator's body: runs on its own thread until the flag is set,
+/// counting what it sent.
+type Start = Box<dyn FnOnce(Arc<AtomicBool>, Arc<AtomicU64>) + Send>;
+
+/// A scenario built into a runtime, ready to run: servers, tasks and
+/// bindings declared, file descriptors open, generators prepared.
+pub struct Prepared {
+    name: String,
+    rt: Runtime,
+    starts: Vec<(String, Start)>,
+    gen_cpu: Option<usize>,
+    run_for: Nanos,
+}
+
+/// Parse `text`, validate it and declare everything on a new runtime.
+pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepared, RtError> {
     let sc: Scenario = serde_yaml::from_str(text)
         .map_err(|e| RtError::config(name, "(file)", format!("not a valid scenario: {e}")))?;
     let allowed = sys::allowed_cpus();
@@ -280,6 +305,9 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
                 )?;
                 let utilization: Utilization =
                     parse_utilization(u).map_err(|e| RtError::config(f("utilization"), u, e))?;
+                if utilization.is_zero() || utilization > Utilization::ONE {
+                    return Err(RtError::config(f("utilization"), u, "must be in (0, 100%]"));
+                }
                 let s = need(
                     &f("serves"),
                     &v.serves,
@@ -336,10 +364,16 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
         match (&t.period, &t.wake_on) {
             (Some(p), None) => {
                 let period = dur(&f("period"), p)?;
+                if period.is_zero() {
+                    return Err(RtError::config(f("period"), p, "must be positive"));
+                }
                 let deadline = match &t.deadline {
                     Some(d) => dur(&f("deadline"), d)?,
                     None => period,
                 };
+                if deadline.is_zero() {
+                    return Err(RtError::config(f("deadline"), "0", "must be positive"));
+                }
                 rt.spawn_periodic(server, &t.name, t.priority, period, deadline, move |_| {
                     spin(work)
                 })?;
@@ -376,7 +410,6 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
         }
     }
     // Sources: create the fds, bind them, and prepare their generators.
-    type Start = Box<dyn FnOnce(Arc<AtomicBool>, Arc<AtomicU64>) + Send>;
     let mut starts: Vec<(String, Start)> = Vec::new();
     for (i, s) in sc.sources.iter().enumerate() {
         let f = |k: &str| format!("sources[{i}].{k}");
@@ -582,6 +615,46 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
             starts.push((path, st));
         }
     }
+    Ok(Prepared {
+        name: name.to_string(),
+        rt,
+        starts,
+        gen_cpu,
+        run_for,
+    })
+}
+
+impl Prepared {
+    /// Start the runtime and the generators, run for the duration (or
+    /// until SIGINT/SIGTERM), stop and report.
+    pub fn run(self) -> Result<RunResult, RtError> {
+        let Prepared {
+            name,
+            mut rt,
+            starts,
+            gen_cpu,
+            run_for,
+        } = self;
+        let sent = run_prepared(&mut rt, starts, gen_cpu, run_for)?;
+        let report = rt.stop();
+        let interrupted = STOP.load(Ordering::SeqCst);
+        Ok(RunResult {
+            scenario: name,
+            report,
+            sent,
+            interrupted,
+        })
+    }
+}
+
+/// Start `rt` and the generators, wait for the duration or a stop signal,
+/// stop the generators; returns what each event path's generators sent.
+fn run_prepared(
+    rt: &mut Runtime,
+    starts: Vec<(String, Start)>,
+    gen_cpu: Option<usize>,
+    run_for: Nanos,
+) -> Result<HashMap<String, u64>, RtError> {
     let _signals = SignalGuard::install();
     rt.start()?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -612,13 +685,7 @@ pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunRes
         let _ = g.handle.join();
         *sent.entry(g.name).or_insert(0) += g.sent.load(Ordering::Relaxed);
     }
-    let report = rt.stop();
-    Ok(RunResult {
-        scenario: name.to_string(),
-        report,
-        sent,
-        interrupted: STOP.load(Ordering::SeqCst),
-    })
+    Ok(sent)
 }
 
 /// Call `f` every `interval` (absolute pacing; zero: back to back) until

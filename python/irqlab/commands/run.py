@@ -1,4 +1,4 @@
-"""``irqlab run SCENARIO.yaml [--duration D] [--out DIR]``: real threads.
+"""``irqlab run SCENARIO.yaml [--duration D] [--out DIR] [--check]``: real threads.
 
 Runs a runtime scenario with ``irqlab-rt`` (supervisor per CPU, Main and
 I/O VCPUs, fd-bound classes, upcalls), prints a cyclictest-style summary
@@ -21,6 +21,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("scenario", help="runtime scenario file, or a shipped one by name")
     p.add_argument("--duration", default=None, help="override runtime.duration, e.g. 2s")
     p.add_argument("--out", type=Path, default=Path("out/run"), help="output directory")
+    p.add_argument("--check", action="store_true",
+                   help="only validate the scenario (build the runtime, start nothing)")
     p.set_defaults(func=run)
 
 
@@ -31,6 +33,13 @@ def _us(v: float | int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from irqlab import runtime
 
+    if args.check:
+        try:
+            path = runtime.check(args.scenario)
+        except runtime.RuntimeUnavailable as e:
+            raise ValueError(f"the runtime cannot run here: {e}") from None
+        print(f"{path}: valid")
+        return 0
     duration = None
     if args.duration is not None:
         try:
