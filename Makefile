@@ -52,7 +52,7 @@ test: setup lint test-rust test-python
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
-	$(VENV)/bin/ruff check $(wildcard python tests bench hdl)
+	$(VENV)/bin/ruff check $(wildcard python tests bench hdl examples)
 
 test-rust:
 	$(CARGO) test --workspace --exclude irqlab-py -q
