@@ -406,6 +406,14 @@ pub struct Vms {
     /// virtual interrupt may override it.
     #[serde(default)]
     pub eoi: Option<Duration>,
+    /// VCPU switch overhead (default 0): when a CPU starts running a
+    /// VCPU's context after another VCPU or after idling (the VCPU was
+    /// descheduled), the VCPU spends this long, on its own budget, before
+    /// its guest makes progress (VM exit/entry, host context switch, cache
+    /// and TLB refill). A pseudo-VCPU runs its VCPU's context: switching
+    /// between the two costs nothing.
+    #[serde(default)]
+    pub switch_overhead: Option<Duration>,
     #[serde(default)]
     pub physical_interrupts: Vec<PhysInterrupt>,
     pub guests: Vec<Guest>,

@@ -15,7 +15,7 @@ use irqlab_core::{Nanos, Utilization};
 
 use crate::model::{
     ArrivalKind, AutoDuration, AutoPriority, DeviceKindName, MapEntry, Model, PathKind, Policy,
-    Step, VcpuKind, VmPolicy, Vms,
+    Step, VcpuKind, Vint, VmPolicy, Vms,
 };
 
 /// One violation: where, what, which rule.
@@ -1011,6 +1011,33 @@ fn validate_vms(r: &mut Report, vms: &Vms, cpus: u32) {
                 format!("{:.1}%", u * 100.0),
                 format!("the budgets exceed 100% of the CPU ({})", parts.join(", ")),
             );
+        }
+    }
+
+    // ---- VCPU switch overhead: every budget must leave the guest time --
+    if let Some(o) = vms.switch_overhead.map(|d| d.0).filter(|o| !o.is_zero()) {
+        let explicit = vms.guests.iter().flat_map(|g| {
+            let vcpus = g
+                .vcpus
+                .iter()
+                .map(|v| (format!("VCPU {}", v.name), v.budget.0));
+            let pseudo = g.virtual_interrupts.iter().filter_map(|v| match v.vint {
+                Some(Vint {
+                    budget: AutoDuration::Value(b),
+                    ..
+                }) => Some((format!("the pseudo-VCPU of {}", v.name), b.0)),
+                _ => None,
+            });
+            vcpus.chain(pseudo)
+        });
+        for (who, b) in explicit {
+            if !b.is_zero() && b <= o {
+                r.err(
+                    "vms.switch_overhead",
+                    o,
+                    format!("must be below every VCPU and pseudo-VCPU budget ({who} has {b})"),
+                );
+            }
         }
     }
 }

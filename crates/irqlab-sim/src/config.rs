@@ -522,6 +522,19 @@ pub struct SimConfig {
     /// interrupt to a VCPU on another CPU (VINT §III).
     #[serde(default)]
     pub ipi: u64,
+    /// VCPU switch overhead (`hypervisor` path only; 0: none). When a CPU
+    /// starts running a VCPU's execution context after it ran something
+    /// else -- another VCPU, or nothing (the VCPU had been descheduled:
+    /// budget exhausted, halted, preempted) -- the incoming VCPU spends
+    /// this long before its guest makes progress: the VM exit/entry, the
+    /// host's context switch and the refill of the guest's cache and TLB
+    /// state. It is the VCPU's time, charged to its budget. A pseudo-VCPU
+    /// has no execution context of its own (VINT §V-A): switching between
+    /// a VCPU and its own pseudo-VCPU costs nothing, a pseudo-VCPU
+    /// dispatched after idle or another VCPU pays it. Resuming a VCPU after
+    /// a physical ISR costs nothing here (the ISR's cost covers that exit).
+    #[serde(default)]
+    pub switch_overhead: u64,
     #[serde(default)]
     pub linux: LinuxCfg,
     #[serde(default)]
@@ -585,6 +598,46 @@ fn collect_binds(phases: &[Phase], device: usize, out: &mut Vec<usize>) {
 }
 
 impl SimConfig {
+    /// `switch_overhead` needs the hypervisor path and must leave every
+    /// VCPU and pseudo-VCPU some budget for its guest.
+    fn check_switch_overhead(&self) -> Result<(), SimError> {
+        let o = self.switch_overhead;
+        if o == 0 {
+            return Ok(());
+        }
+        if self.path != InterruptPath::Hypervisor {
+            return Err(bad(
+                "switch_overhead".into(),
+                o,
+                "a VCPU switch overhead needs path: hypervisor",
+            ));
+        }
+        let budgets = self.servers.iter().enumerate().filter_map(|(i, s)| {
+            let b = match s.policy {
+                PolicyCfg::Sporadic { budget, .. }
+                | PolicyCfg::Deferrable { budget, .. }
+                | PolicyCfg::Polling { budget, .. } => budget,
+                PolicyCfg::Cbs { runtime, .. } => runtime,
+                PolicyCfg::Pibs { .. } | PolicyCfg::Unbounded => return None,
+            };
+            Some((format!("servers[{i}] ({})", s.name), b))
+        });
+        let pseudo = self.virqs.iter().enumerate().filter_map(|(i, v)| {
+            let p = v.pseudo.as_ref()?;
+            Some((format!("virqs[{i}].pseudo ({}.pseudo)", v.name), p.budget))
+        });
+        for (who, b) in budgets.chain(pseudo) {
+            if b <= o {
+                return Err(bad(
+                    "switch_overhead".into(),
+                    o,
+                    &format!("must be below every VCPU and pseudo-VCPU budget: {who} has {b} ns"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// Whether any device is (or may be bound) in class `c`.
     pub(crate) fn class_used(&self, c: usize) -> bool {
         let mut binds = Vec::new();
@@ -631,6 +684,7 @@ impl SimConfig {
         if self.window == 0 {
             return Err(bad("window".into(), 0, "must be positive"));
         }
+        self.check_switch_overhead()?;
         for (i, s) in self.servers.iter().enumerate() {
             if s.cpu >= self.cpus {
                 return Err(bad(format!("servers[{i}].cpu"), s.cpu, "no such CPU"));

@@ -346,6 +346,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         xhci,
         virqs: Vec::new(),
         ipi: 0,
+        switch_overhead: 0,
         linux,
         trace: TraceCfg {
             enabled: s.trace,
@@ -683,6 +684,7 @@ fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
             .map(|(v, p)| VirqCfg { pseudo: p, ..v.cfg })
             .collect(),
         ipi: ns(vms.ipi),
+        switch_overhead: ns(vms.switch_overhead),
         linux: LinuxCfg::default(),
         trace: TraceCfg {
             enabled: s.trace,

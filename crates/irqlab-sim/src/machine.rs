@@ -281,6 +281,13 @@ struct Cpu {
     ksoftirqd: Option<usize>,
     /// Start of the current run segment (for the trace).
     seg_start: u64,
+    /// VCPU switch overhead model (`switch_overhead`): the execution
+    /// context (`Simulation::ctx_of`) that ran last, when the CPU left it
+    /// for idle (`None` while it runs), and the overhead still to spend
+    /// before the dispatched thread progresses.
+    ctx: Option<usize>,
+    ctx_left: Option<u64>,
+    switch_left: u64,
     /// Per window: schedule calls and replenishment-queue operations.
     calls_windows: Vec<u64>,
     ops_windows: Vec<u64>,
@@ -362,6 +369,9 @@ pub struct Simulation {
     trace: Trace,
     /// Per thread: a bottom-half -> task arrow to end at its next dispatch.
     wake_flow: Vec<Option<u64>>,
+    /// Per server: the execution context it runs (its own index; a
+    /// pseudo-VCPU runs its original VCPU's, VINT §V-A).
+    ctx_of: Vec<usize>,
     flow: u64,
     processed: u64,
 }
@@ -457,6 +467,9 @@ impl Simulation {
                 softirq: Softirq::default(),
                 ksoftirqd: None,
                 seg_start: 0,
+                ctx: None,
+                ctx_left: None,
+                switch_left: 0,
                 calls_windows: vec![0; nwin],
                 ops_windows: vec![0; nwin],
                 metrics: CpuMetrics::default(),
@@ -640,6 +653,7 @@ impl Simulation {
         // pseudo-VCPU server (VINT §V-A/B: the VCPU then runs on the
         // pseudo-VCPU's budget and priority).
         let mut virqs = Vec::new();
+        let mut pseudo_home = Vec::new();
         for (k, v) in cfg.virqs.iter().enumerate() {
             let cpu = cfg.servers[v.vcpu].cpu;
             let phys_min = match cfg.devices[v.phys].kind {
@@ -695,6 +709,7 @@ impl Simulation {
                         queue_samples: 0,
                         ops_seen: 0,
                     });
+                    pseudo_home.push((servers.len() - 1, v.vcpu));
                     // the counter's maximum: ceil(T_p / T_i) (VINT §V-B)
                     (servers.len() - 1, p.period.div_ceil(t_vi.max(1)))
                 }
@@ -756,6 +771,10 @@ impl Simulation {
         let mut trace = Trace::new(cfg.trace.enabled, cfg.trace.until, cfg.trace.max_events);
         let names: Vec<(usize, String)> = servers.iter().map(|s| (s.cpu, s.name.clone())).collect();
         trace.names(cfg.cpus, &names);
+        let mut ctx_of: Vec<usize> = (0..servers.len()).collect();
+        for (pseudo, vcpu) in pseudo_home {
+            ctx_of[pseudo] = vcpu;
+        }
         let ncpu = cfg.cpus;
         let seed = cfg.seed;
         let nthreads = threads.len();
@@ -775,6 +794,7 @@ impl Simulation {
             dirty: vec![true; ncpu],
             rng: SplitMix64::new(seed),
             wake_flow: vec![None; nthreads],
+            ctx_of,
             trace,
             flow: 0,
             processed: 0,
@@ -977,8 +997,18 @@ impl Simulation {
         }
         match cpu.running {
             Some((t, background)) => {
+                // a VCPU switch in progress: the VCPU's time, no guest
+                // progress
+                let sw = cpu.switch_left.min(dt);
+                if sw > 0 {
+                    cpu.switch_left -= sw;
+                    cpu.metrics.switch_ns += sw;
+                    let th = &self.threads[t];
+                    self.trace
+                        .switch(c, &self.servers[th.server].name, now - dt, now - dt + sw);
+                }
                 let th = &mut self.threads[t];
-                th.remaining = th.remaining.saturating_sub(dt);
+                th.remaining = th.remaining.saturating_sub(dt - sw);
                 let s = &mut self.servers[th.server];
                 if background {
                     s.background += dt;
@@ -1082,7 +1112,11 @@ impl Simulation {
         }
         let mut t = self.cpus[c].next_update.unwrap_or(u64::MAX);
         if let Some((th, _)) = self.cpus[c].running {
-            t = t.min(now.saturating_add(self.threads[th].remaining));
+            let left = self.cpus[c].switch_left;
+            t = t.min(
+                now.saturating_add(left)
+                    .saturating_add(self.threads[th].remaining),
+            );
         }
         if t != u64::MAX {
             self.arm(c, t);
@@ -1160,7 +1194,38 @@ impl Simulation {
             }
             _ => None,
         };
+        self.switch_context(c);
         Ok(())
+    }
+
+    /// VCPU switch overhead (`SimConfig::switch_overhead`): after a
+    /// dispatch, a context other than the one that ran last, or the same
+    /// one after the CPU idled for a while, starts a switch; the same
+    /// context continuing (another of its threads, its pseudo-VCPU, a
+    /// zero-length idle) keeps what is left of a switch in progress.
+    fn switch_context(&mut self, c: usize) {
+        let now = self.now;
+        let new = self.cpus[c]
+            .running
+            .map(|(t, _)| self.ctx_of[self.threads[t].server]);
+        let o = self.cfg.switch_overhead;
+        let cpu = &mut self.cpus[c];
+        match new {
+            Some(x) => {
+                let resumed = cpu.ctx == Some(x) && cpu.ctx_left.is_none_or(|t| t == now);
+                if !resumed {
+                    cpu.metrics.vcpu_switches += 1;
+                    cpu.switch_left = o;
+                }
+                cpu.ctx = Some(x);
+                cpu.ctx_left = None;
+            }
+            None => {
+                if cpu.ctx_left.is_none() {
+                    cpu.ctx_left = Some(now);
+                }
+            }
+        }
     }
 
     // ---- threads -------------------------------------------------------
@@ -2068,6 +2133,8 @@ impl Simulation {
                     isr_ns: c.metrics.isr_ns,
                     softirq_ns: c.metrics.softirq_ns,
                     idle_ns: c.metrics.idle_ns,
+                    vcpu_switches: c.metrics.vcpu_switches,
+                    switch_ns: c.metrics.switch_ns,
                     overhead_percent: 100.0 * cost / dur as f64,
                     overhead_windows: c
                         .calls_windows

@@ -46,6 +46,11 @@ pub struct CpuMetrics {
     /// Time in softirq context (`linux` path).
     pub softirq_ns: u64,
     pub idle_ns: u64,
+    /// Dispatches that loaded a VCPU's execution context: after another
+    /// VCPU ran, or after the CPU idled (`switch_overhead`).
+    pub vcpu_switches: u64,
+    /// Time spent in VCPU switch overhead, charged to the incoming VCPU.
+    pub switch_ns: u64,
     /// Scheduler-overhead model (QUEST-VCPU Figures 4, 7): percent of the
     /// CPU spent in the scheduler.
     pub overhead_percent: f64,

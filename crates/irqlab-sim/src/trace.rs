@@ -93,6 +93,15 @@ impl Trace {
         self.events.push(json!({"ph": "s", "name": "irq->bh", "cat": "flow", "id": flow, "pid": cpu, "tid": 0, "ts": us(start)}));
     }
 
+    /// A VCPU switch (`switch_overhead`) into `server`'s context on `cpu`
+    /// in `[start, end)`, on the CPU's second track.
+    pub fn switch(&mut self, cpu: usize, server_name: &str, start: u64, end: u64) {
+        if end <= start || !self.on(start) {
+            return;
+        }
+        self.events.push(json!({"ph": "X", "name": format!("vcpu switch ({server_name})"), "cat": "switch", "pid": cpu, "tid": 1, "ts": us(start), "dur": us(end - start)}));
+    }
+
     /// Flow arrow end (`bh` start or task wake-up) at `t` on `cpu`.
     pub fn flow_step(&mut self, cpu: usize, t: u64, flow: u64, name: &str, last: bool) {
         if !self.on(t) {

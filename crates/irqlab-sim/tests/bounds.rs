@@ -44,7 +44,7 @@ proptest! {
                     offset: if synchronous { 0 } else { offsets[i] * U }, jobs: None },
                 program: vec![Phase::Compute { ns: c }],
             }).collect(),
-            devices: vec![], classes: vec![], xhci: vec![], virqs: vec![], ipi: 0,
+            devices: vec![], classes: vec![], xhci: vec![], virqs: vec![], ipi: 0, switch_overhead: 0,
             linux: Default::default(), trace: Default::default(), overhead: Default::default(),
         };
         let (m, _) = simulate(cfg).expect("valid");

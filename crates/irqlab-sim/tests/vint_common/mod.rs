@@ -159,6 +159,7 @@ pub fn to_sim(
         xhci: vec![],
         virqs,
         ipi: 0,
+        switch_overhead: 0,
         linux: Default::default(),
         trace: Default::default(),
         overhead: Default::default(),
