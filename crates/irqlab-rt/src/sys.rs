@@ -330,3 +330,17 @@ pub fn rt_throttling() -> Option<(i64, i64)> {
         read("/proc/sys/kernel/sched_rt_period_us")?,
     ))
 }
+
+/// The fair server of `cpu` (`runtime`, `period` in ns), from debugfs
+/// (`/sys/kernel/debug/sched/fair_server/cpuN/`) when it is mounted and
+/// readable; `None` otherwise. On kernels with it (6.12+), starved
+/// SCHED_OTHER tasks run above SCHED_FIFO for `runtime` every `period`.
+pub fn fair_server(cpu: usize) -> Option<(i64, i64)> {
+    let dir = format!("/sys/kernel/debug/sched/fair_server/cpu{cpu}");
+    let read = |f: &str| {
+        std::fs::read_to_string(format!("{dir}/{f}"))
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+    };
+    Some((read("runtime")?, read("period")?))
+}
