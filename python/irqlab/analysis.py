@@ -1,5 +1,6 @@
 """The analyses from Python (``irqlab._native.analysis``): QUEST-VCPU Eq. 1,
-USB-DIFFSERV Eq. 1-3 and Eq. 4-8, and the VINT sweeps (Figures 4-9).
+USB-DIFFSERV Eq. 1-3 and Eq. 4-8, the VINT Eq. 3-8 bounds of a hypervisor
+machine, and the VINT sweeps (Figures 4-9).
 
 The sweep runs in Rust on all cores, deterministic for a seed whatever the
 number of threads. Times are integer nanoseconds.
@@ -7,6 +8,7 @@ number of threads. Times are integer nanoseconds.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -19,6 +21,16 @@ SCHEMES = ("DSbase", "SSbase", "DSvINT", "SSvINT")
 quest_eq1 = _a.quest_eq1
 usb_typical_throughput = _a.usb_typical_throughput
 usb_latency_bound = _a.usb_latency_bound
+
+
+def hypervisor_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:
+    """VINT Eq. 3-8 for a lowered hypervisor machine (``LoadedModel.sim_config``
+    of a ``vms`` model): per CPU, Eq. 3 of every VCPU and pseudo-VCPU, Eq. 4
+    of every guest task, Eq. 5 of every physical ISR and the flow bound of
+    every virtual interrupt (Eq. 5 + 7 or 5 + 8). An item without a bound
+    (``None``) says why in ``note``. Raises ``ValueError`` on a configuration
+    the analysis does not cover."""
+    return json.loads(_a.hypervisor_bounds(json.dumps(sim_config)))
 
 
 def vint_sweep(

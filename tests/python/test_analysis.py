@@ -1,14 +1,19 @@
 """Analyses from Python: QUEST-VCPU Eq. 1, USB-DIFFSERV Eq. 4-8, the VINT
-sweep (deterministic, parameter errors) and reduced VINT figures."""
+sweep (deterministic, parameter errors), reduced VINT figures, and
+`irqlab analyze` on hypervisor models (VINT Eq. 3-8)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from irqlab import experiments
 from irqlab.analysis import quest_eq1, usb_latency_bound, usb_typical_throughput, vint_sweep
+from irqlab.cli import main
+from irqlab.model import load, scenario_path
+from irqlab.sim import simulate
 
 
 def test_quest_eq1() -> None:
@@ -72,3 +77,70 @@ def test_vint_case_throughput(tmp_path: Path) -> None:
     base = r.data["mbps"]["Baseline"]
     # budget-bound: throughput proportional to the utilization (20 % -> 60 %)
     assert base[-1] == pytest.approx(3 * base[0], rel=0.02)
+
+
+def _analyze(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:
+    """`irqlab analyze` on a shipped scenario: CPU 0's bounds and the text."""
+    out = tmp_path / "bounds.json"
+    assert main(["analyze", str(scenario_path(name)), "--json", str(out)]) == 0
+    return json.loads(out.read_text())["hypervisor"]["cpus"][0], capsys.readouterr().out
+
+
+def test_analyze_hypervisor_model_by_hand(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`irqlab analyze vint-analysis.yaml`: the hand-checked VINT Eq. 3-8
+    numbers of the scenario's header, and a simulation of the same model
+    never exceeds a printed bound."""
+    cpu, text = _analyze("vint-analysis", tmp_path, capsys)
+    eq3 = {s["name"]: s["response"] for s in cpu["servers"]}
+    assert eq3 == {"vi.pseudo": 80_000, "v0": 3_330_000, "v1": 9_750_000}
+    assert {t["name"]: t["response"] for t in cpu["tasks"]} == {"t0": 15_000_000,
+                                                                  "t1": 15_000_000}
+    assert [p["response"] for p in cpu["physical_interrupts"]] == [10_000, 30_000]
+    (vi,) = cpu["virtual_interrupts"]
+    assert (vi["bound"], vi["paper_bound"], vi["limit"]) == (170_000, 90_000, 1_000_000)
+    assert vi["serviceable"] and vi["equation"] == "5+2x7"
+    assert "vi                 vINT, Eq. 5+2x7: 170.0us" in text and "serviceable" in text
+    m = simulate(load(scenario_path("vint-analysis")).sim_config).metrics
+    (sim_vi,) = m["virqs"]
+    assert 0 < sim_vi["handling"]["max"] <= vi["bound"]
+    assert sim_vi["serviceable"] == sim_vi["handled"] == sim_vi["arrivals"]
+    for t in m["tasks"]:
+        assert t["response"]["max"] <= 15_000_000 and t["deadline_misses"] == 0
+
+
+def test_analyze_hypervisor_without_vint(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """The same machine without vINT: the flow is not serviceable (Eq. 5 +
+    8), and the analysis says why."""
+    text = scenario_path("vint-analysis").read_text().replace(", vint: {}", "")
+    model = tmp_path / "novint.yaml"
+    model.write_text(text)
+    assert main(["analyze", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert "vi                 no vINT, Eq. 5+8: - vs 1.000ms -> NOT serviceable" in out
+    assert "Eq. 5 + 8 exceeds the minimum inter-arrival time" in out
+
+
+def test_analyze_vint_case_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The case study's pseudo-VCPU (2 ms / 10 ms) is below what Eq. 1 asks for
+    at the declared 100 us minimum inter-arrival time: no bound, and the
+    reason is printed."""
+    cpu, text = _analyze("vint-case", tmp_path, capsys)
+    assert {s["name"]: s["response"] for s in cpu["servers"]} == {"vnic.pseudo": 2_015_000,
+                                                                   "v1": 6_035_000}
+    assert "NOT serviceable (pseudo-VCPU budget 2ms below the 4560us" in text
+    assert "switch overhead 10.0us per VCPU switch" in text
+
+
+def test_analyze_other_paths_and_bad_input(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Non-hypervisor models keep QUEST-VCPU Eq. 1; a bad model exits 2
+    naming the field."""
+    assert main(["analyze", str(scenario_path("quest-table1"))]) == 0
+    assert "QUEST-VCPU Eq. 1" in capsys.readouterr().out
+    bad = scenario_path("vint-analysis").read_text().replace("budget: 3ms", "budget: -3ms", 1)
+    model = tmp_path / "bad.yaml"
+    model.write_text(bad)
+    assert main(["analyze", str(model)]) == 2
+    assert "budget" in capsys.readouterr().err

@@ -281,6 +281,19 @@ pub fn virt_response_vint(
     r: Replenish,
     limit: u64,
 ) -> Option<u64> {
+    virt_response_vint_with(p, j, pseudo, r, limit, &[])
+}
+
+/// `virt_response_vint` with `extra` interference (e.g. VCPU switch
+/// overhead, `irqlab_sim::hypervisor_bounds`).
+pub fn virt_response_vint_with(
+    p: &Pcpu,
+    j: usize,
+    pseudo: &[PseudoVcpu],
+    r: Replenish,
+    limit: u64,
+    extra: &[Interferer],
+) -> Option<u64> {
     let me = &p.virt[j];
     let my = pseudo.iter().find(|x| x.irq == j)?;
     let mut inter: Vec<Interferer> = p
@@ -305,6 +318,7 @@ pub fn virt_response_vint(
             .filter(|q| q.prio > my.prio)
             .map(|q| Interferer::new(q.budget, q.period, jitter(r, q.budget, q.period))),
     );
+    inter.extend_from_slice(extra);
     response_time(me.total(), &inter, limit)
 }
 
@@ -340,9 +354,23 @@ pub fn virt_bound_vint(
     r: Replenish,
     limit: u64,
 ) -> Option<u64> {
+    virt_bound_vint_with(p, j, pseudo, r, limit, &[])
+}
+
+/// `virt_bound_vint` with `extra` interference in Eq. 7 (the argument
+/// above holds for any `W` that bounds an instance holding a full budget).
+pub fn virt_bound_vint_with(
+    p: &Pcpu,
+    j: usize,
+    pseudo: &[PseudoVcpu],
+    r: Replenish,
+    limit: u64,
+    extra: &[Interferer],
+) -> Option<u64> {
+    let w = |limit| virt_response_vint_with(p, j, pseudo, r, limit, extra);
     match r {
-        Replenish::Sporadic => virt_response_vint(p, j, pseudo, r, limit),
-        Replenish::Deferrable => virt_response_vint(p, j, pseudo, r, limit / 2).map(|w| 2 * w),
+        Replenish::Sporadic => w(limit),
+        Replenish::Deferrable => w(limit / 2).map(|w| 2 * w),
     }
 }
 

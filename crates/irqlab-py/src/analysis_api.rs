@@ -1,6 +1,6 @@
 //! `irqlab._native.analysis`: the analyses from Python -- QUEST-VCPU Eq. 1,
-//! USB-DIFFSERV Eq. 1-3, and the parallel VINT sweeps (the GIL is released
-//! while they run).
+//! USB-DIFFSERV Eq. 1-3, the VINT Eq. 3-8 bounds of a hypervisor machine,
+//! and the parallel VINT sweeps (the GIL is released while they run).
 
 use irqlab_analysis::gen::TableII;
 use irqlab_analysis::{quest, sweep, usb};
@@ -52,6 +52,18 @@ fn usb_latency_bound(
     Ok(usb::latency_bound(
         omega_io, u_io, omega_main, c_main, t_main,
     ))
+}
+
+/// VINT Eq. 3-8 for a hypervisor configuration (the resolved `SimConfig`
+/// as JSON text, `irqlab_sim::hypervisor_bounds`); returns the bounds as
+/// JSON text. Bad configurations raise `ValueError` naming the field.
+#[pyfunction]
+fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
+    let cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("simulation config: {e}")))?;
+    let b =
+        irqlab_sim::hypervisor_bounds(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 fn pair(d: &Bound<'_, PyDict>, key: &str, default: (u64, u64)) -> PyResult<(u64, u64)> {
@@ -174,6 +186,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usb_typical_throughput, &m)?)?;
     m.add_function(wrap_pyfunction!(usb_latency_bound, &m)?)?;
     m.add_function(wrap_pyfunction!(vint_sweep, &m)?)?;
+    m.add_function(wrap_pyfunction!(hypervisor_bounds, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod error;
+pub mod hypervisor_bounds;
 pub mod lower;
 pub mod machine;
 pub mod metrics;
@@ -16,6 +17,7 @@ pub mod trace;
 
 pub use config::SimConfig;
 pub use error::SimError;
+pub use hypervisor_bounds::hypervisor_bounds;
 pub use lower::from_model;
 pub use machine::Simulation;
 pub use metrics::Metrics;

@@ -4,7 +4,12 @@ model.
 * QUEST-VCPU Eq. 1 per CPU: Main VCPU utilizations plus `(2 - U) U` per
   I/O VCPU against the Liu-Layland bound, with the slack;
 * USB-DIFFSERV Eq. 1-3 for every task reading a USB device through an I/O
-  VCPU: the latency bound and the throughput it guarantees.
+  VCPU: the latency bound and the throughput it guarantees;
+* for a hypervisor machine (``vms``), VINT Eq. 3-8 per CPU instead: Eq. 3 of
+  every VCPU and pseudo-VCPU, Eq. 4 of every guest task, Eq. 5 of every
+  physical ISR, and the flow bound of every virtual interrupt (Eq. 5 + 7
+  with vINT, Eq. 5 + 8 without) against its minimum inter-arrival time
+  (serviceability, Definition 3). Anything without a bound says why.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from irqlab.analysis import quest_eq1, usb_latency_bound
+from irqlab.analysis import hypervisor_bounds, quest_eq1, usb_latency_bound
 from irqlab.model import load
 
 
@@ -36,8 +41,67 @@ def reads(program: list[dict[str, Any]]) -> set[int]:
     return out
 
 
+def fmt(ns: int | None) -> str:
+    """A duration for the report (`-` for no bound)."""
+    if ns is None:
+        return "-"
+    if ns >= 1_000_000:
+        return f"{ns / 1e6:.3f}ms"
+    return f"{ns / 1e3:.1f}us"
+
+
+def verdict(ok: bool, note: str | None) -> str:
+    return "ok" if ok else "FAILS" + (f" ({note})" if note else "")
+
+
+def hypervisor_report(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Print VINT Eq. 3-8 per CPU; returns the bounds (JSON-ready)."""
+    bounds = hypervisor_bounds(cfg)
+    for c in bounds["cpus"]:
+        o = c["switch_overhead"]
+        print(f"  cpu {c['cpu']} ({c['replenish']} replenishment"
+              + (f", switch overhead {fmt(o)} per VCPU switch" if o else "") + "):")
+        print("    VINT Eq. 3 (time to receive the budget, within the period):")
+        for s in c["servers"]:
+            guest = (f", {fmt(s['guest_budget'])} left to the guest"
+                     if o and s["guest_budget"] is not None else "")
+            print(f"      {s['name']:<18} {fmt(s['budget'])} / {fmt(s['period'])}{guest}: "
+                  f"{fmt(s['response'])} -> {verdict(s['schedulable'], None)}")
+        if c["tasks"]:
+            print("    VINT Eq. 4 (guest task response time, within the deadline):")
+        for t in c["tasks"]:
+            if t["period"] is None:
+                print(f"      {t['name']:<18} in {t['vcpu']}: {t['note']}")
+                continue
+            print(f"      {t['name']:<18} {fmt(t['wcet'])} / {fmt(t['period'])} in {t['vcpu']}: "
+                  f"{fmt(t['response'])} -> {verdict(t['schedulable'], t['note'])}")
+        if c["physical_interrupts"]:
+            print("    VINT Eq. 5 (physical ISR response time):")
+        for x in c["physical_interrupts"]:
+            print(f"      {x['name']:<18} {fmt(x['isr'])} every {fmt(x['min_interarrival'])}: "
+                  f"{fmt(x['response'])}")
+        if c["virtual_interrupts"]:
+            print("    Handling time (Definition 2) within the minimum inter-arrival time "
+                  "(serviceable, Definition 3):")
+        for v in c["virtual_interrupts"]:
+            scheme = "vINT" if v["managed"] else "no vINT"
+            paper = (f" (the paper's Eq. 5 + 7: {fmt(v['paper_bound'])})"
+                     if v["paper_bound"] is not None else "")
+            print(f"      {v['name']:<18} {scheme}, Eq. {v['equation']}: {fmt(v['bound'])}{paper} "
+                  f"vs {fmt(v['limit'])} -> "
+                  f"{'serviceable' if v['serviceable'] else 'NOT serviceable'}"
+                  + (f" ({v['note']})" if v["note"] else ""))
+    return bounds
+
+
 def run(args: argparse.Namespace) -> int:
     cfg = load(args.model).sim_config
+    if cfg["path"] == "hypervisor":
+        print(f"{args.model}: analysis (VINT §VI)")
+        result: dict[str, Any] = {"hypervisor": hypervisor_report(cfg)}
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=1) + "\n")
+        return 0
     servers = cfg["servers"]
     per_cpu: dict[int, tuple[list[tuple[int, int]], list[float]]] = defaultdict(lambda: ([], []))
     for s in servers:
@@ -48,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             main.append((s["budget"], s["period"]))
         elif s["policy"] == "cbs":
             main.append((s["runtime"], s["period"]))
-    result: dict[str, Any] = {"cpus": [], "io_bounds": []}
+    result = {"cpus": [], "io_bounds": []}
     print(f"{args.model}: analysis")
     for cpu, (main, io) in sorted(per_cpu.items()):
         if not main:
