@@ -82,7 +82,8 @@ pub struct Config {
     pub fg_base: i32,
     /// Priority of every managed thread whose server is not dispatched.
     pub bg_priority: i32,
-    /// Minimum supervisor sleep (see `supervisor`).
+    /// Minimum supervisor sleep, 10 us by default (see `supervisor` and the
+    /// measurements in docs/runtime.md).
     pub min_sleep: Nanos,
     /// Refuse to start without SCHED_FIFO instead of falling back.
     pub require_fifo: bool,
@@ -99,7 +100,7 @@ impl Default for Config {
             top_half_priority: 95,
             fg_base: 10,
             bg_priority: 1,
-            min_sleep: Nanos::from_us(20),
+            min_sleep: Nanos::from_us(10),
             require_fifo: false,
             backend: Backend::Epoll,
         }
