@@ -64,7 +64,9 @@ def test_flood_without_io_vcpu_makes_control_miss(tmp_path: Path) -> None:
     out = runtime.run(path, 1_000_000_000)
     _fifo_or_skip(out)
     control = next(t for t in out.report["tasks"] if t["name"] == "control")
-    assert control["deadline_misses"] > 0 or control["jobs"] < 90
+    # Misses count released jobs still unfinished past their deadline too.
+    assert control["deadline_misses"] > 0
+    assert control["deadline_misses"] >= control["unfinished_past_deadline"]
 
 
 @pytest.mark.parametrize(

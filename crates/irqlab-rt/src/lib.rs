@@ -139,9 +139,27 @@ pub(crate) struct ThreadShared {
 pub(crate) struct TaskStats {
     pub period: Nanos,
     pub deadline: Nanos,
+    /// Jobs that finished (late ones included).
     pub jobs: u64,
+    /// Finished jobs whose response exceeded the deadline.
     pub misses: u64,
+    /// Release of the oldest unfinished job (`None`: the first, at the
+    /// runtime's start); jobs are released every `period` from there.
+    pub next_release: Option<Nanos>,
     pub response: LatencyRecorder,
+}
+
+impl TaskStats {
+    /// Released jobs that had not finished at `t_end` although their
+    /// deadline had passed -- misses too, and the only ones a task starved
+    /// from its first release on ever shows.
+    pub fn unfinished_past_deadline(&self, t0: Nanos, t_end: Nanos) -> u64 {
+        let first_due = self.next_release.unwrap_or(t0) + self.deadline;
+        if t_end < first_due {
+            return 0;
+        }
+        (t_end - first_due).0 / self.period.0 + 1
+    }
 }
 
 pub(crate) struct ThreadRec {
@@ -702,6 +720,7 @@ pub(crate) fn add_thread(
             deadline,
             jobs: 0,
             misses: 0,
+            next_release: None,
             response: LatencyRecorder::new(SAMPLES, None),
         }),
         sh: sh.clone(),
@@ -928,6 +947,7 @@ impl TaskCtx {
             let mut st = self.cpu.lock();
             if let Some(p) = st.threads[self.id.0].periodic.as_mut() {
                 p.jobs += 1;
+                p.next_release = Some(release + p.period);
                 let r = now.saturating_sub(release);
                 p.response.record(r);
                 if r > p.deadline {
@@ -1012,3 +1032,36 @@ pub(crate) fn leave_thread(shared: &Shared, cpu: &CpuShared, id: ThreadId, tid: 
 
 /// Map of fd -> binding kept by the top half (re-exported for `io`).
 pub(crate) type FdMap<T> = HashMap<RawFd, T>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(next_release: Option<Nanos>) -> TaskStats {
+        TaskStats {
+            period: Nanos::from_ms(10),
+            deadline: Nanos::from_ms(8),
+            jobs: 0,
+            misses: 0,
+            next_release,
+            response: LatencyRecorder::new(16, None),
+        }
+    }
+
+    #[test]
+    fn unfinished_jobs_past_their_deadline() {
+        let t0 = Nanos::from_ms(100);
+        let at = |ms| t0 + Nanos::from_ms(ms);
+        // Nothing finished: releases at 0, 10, 20 ms; deadlines 8, 18, 28.
+        assert_eq!(stats(None).unfinished_past_deadline(t0, at(7)), 0);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, at(8)), 1);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, at(27)), 2);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, at(28)), 3);
+        // Jobs up to the one released at 20 ms finished.
+        let s = stats(Some(at(30)));
+        assert_eq!(s.unfinished_past_deadline(t0, at(37)), 0);
+        assert_eq!(s.unfinished_past_deadline(t0, at(48)), 2);
+        // A run that ended before the next release.
+        assert_eq!(s.unfinished_past_deadline(t0, at(5)), 0);
+    }
+}

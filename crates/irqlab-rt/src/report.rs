@@ -67,8 +67,13 @@ pub struct TaskReport {
     pub cpu_time_ns: u64,
     pub parks: u64,
     pub period_ns: Option<u64>,
+    /// Jobs that finished.
     pub jobs: Option<u64>,
+    /// Finished jobs that were late plus `unfinished_past_deadline`.
     pub deadline_misses: Option<u64>,
+    /// Released jobs still unfinished at the end of the run although their
+    /// deadline had passed (a starved task shows its misses here).
+    pub unfinished_past_deadline: Option<u64>,
     pub response: Option<Latency>,
     /// From a waking event's arrival to the task running.
     pub wake: Latency,
@@ -179,7 +184,14 @@ impl Report {
                     parks: t.sh.park.parks.load(Ordering::Relaxed),
                     period_ns: t.periodic.as_ref().map(|p| p.period.0),
                     jobs: t.periodic.as_ref().map(|p| p.jobs),
-                    deadline_misses: t.periodic.as_ref().map(|p| p.misses),
+                    deadline_misses: t
+                        .periodic
+                        .as_ref()
+                        .map(|p| p.misses + p.unfinished_past_deadline(t0, t_end)),
+                    unfinished_past_deadline: t
+                        .periodic
+                        .as_ref()
+                        .map(|p| p.unfinished_past_deadline(t0, t_end)),
                     response: t.periodic.as_ref().map(|p| Latency::of(&p.response)),
                     wake: Latency::of(&t.wake_latency),
                 });

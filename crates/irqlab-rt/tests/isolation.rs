@@ -118,8 +118,9 @@ fn flood_on_io_vcpu_cannot_make_control_task_miss() {
     let t = r.task("control").expect("control");
     let misses = t.deadline_misses.unwrap_or(0);
     let jobs = t.jobs.unwrap_or(0);
+    // Misses include released jobs still unfinished past their deadline.
     assert!(
-        misses > 0 || jobs < 140,
+        misses > 0,
         "without an I/O VCPU the flood should starve control: {jobs} jobs, {misses} misses"
     );
 }

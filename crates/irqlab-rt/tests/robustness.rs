@@ -361,3 +361,45 @@ fn stop_always_ends_every_thread() {
     }
     done.store(true, Ordering::SeqCst);
 }
+
+/// A periodic task that never finishes a job (here: one job that runs until
+/// the runtime stops) still reports its misses: every released job whose
+/// deadline passed before the end counts, finished or not. Releases at
+/// 0, 10, ... ms with 10 ms deadlines; stopped after 105 ms, the deadlines
+/// at 10..100 ms have passed: 10 misses (11 if the stop is more than 5 ms
+/// late), the first job finishing late at the stop and 9 never started.
+#[test]
+fn starved_periodic_task_counts_unfinished_jobs_as_misses() {
+    let _g = common::serial();
+    let Some(mut rt) = common::fifo_runtime() else {
+        return;
+    };
+    let s = rt
+        .main_vcpu("app", Nanos::from_ms(5), Nanos::from_ms(10), None)
+        .expect("server");
+    rt.spawn_periodic(
+        s,
+        "stuck",
+        0,
+        Nanos::from_ms(10),
+        Nanos::from_ms(10),
+        |ctx| {
+            while ctx.running() {
+                std::hint::spin_loop();
+            }
+        },
+    )
+    .expect("task");
+    rt.start().expect("start");
+    std::thread::sleep(Duration::from_millis(105));
+    let r = rt.stop();
+    let t = r.task("stuck").expect("task report");
+    eprintln!(
+        "jobs {:?} misses {:?} unfinished {:?} run {} ns",
+        t.jobs, t.deadline_misses, t.unfinished_past_deadline, r.duration_ns
+    );
+    let expected = r.duration_ns / 10_000_000;
+    assert_eq!(t.jobs, Some(1), "the job in progress finishes at the stop");
+    assert_eq!(t.deadline_misses, Some(expected));
+    assert_eq!(t.unfinished_past_deadline, Some(expected - 1));
+}

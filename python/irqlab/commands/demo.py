@@ -103,7 +103,7 @@ def real_threads(out: Path) -> None:
             "{name: io.flood, kind: io, policy: unbounded, io_class: flood}"),
     }
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{'flood handled on':<20}{'control jobs':>13}{'misses':>8}{'flood CPU':>11}"
+    print(f"{'flood handled on':<20}{'jobs done':>13}{'misses':>8}{'flood CPU':>11}"
           f"{'sent':>10}{'handled':>9}{'dropped':>9}")
     for label, t in variants.items():
         path = out / f"rt-{'pibs' if 'PIBS' in label else 'unbounded'}.yaml"

@@ -74,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
                       f"p50 {_us(w['p50'])} us, p99 {_us(w['p99'])} us, max {_us(w['max'])} us")
             continue
         r = t["response"]
-        print(f"  task {t['name']}: {t['jobs']} jobs, {t['deadline_misses']} deadline misses, "
-              f"response p50 {_us(r['p50'])} us, max {_us(r['max'])} us")
+        unfinished = t["unfinished_past_deadline"]
+        late = f" ({unfinished} never finished)" if unfinished else ""
+        print(f"  task {t['name']}: {t['jobs']} jobs finished, {t['deadline_misses']} deadline "
+              f"misses{late}, response p50 {_us(r['p50'])} us, max {_us(r['max'])} us")
     for s in rep["servers"]:
         print(f"  server {s['name']} ({s['kind']}): {s['share'] * 100:.2f} % of CPU {s['cpu']}")
     args.out.mkdir(parents=True, exist_ok=True)
