@@ -2113,6 +2113,28 @@ impl Simulation {
         Ok(())
     }
 
+    /// Jobs of `task` released but unfinished at the end of the run whose
+    /// deadline had passed (the current job and the backlog): misses that
+    /// `job_done` never sees, e.g. of a task starved from its first release.
+    fn unfinished_past_deadline(&self, task: usize) -> u64 {
+        let Release::Periodic {
+            period, deadline, ..
+        } = self.cfg.tasks[task].release
+        else {
+            return 0;
+        };
+        let d = deadline.unwrap_or(period);
+        let Kind::Task(ts) = &self.threads[self.tasks[task].thread].kind else {
+            return 0;
+        };
+        let end = self.cfg.duration;
+        ts.job
+            .iter()
+            .chain(ts.backlog.iter())
+            .filter(|&&rel| end > rel + d)
+            .count() as u64
+    }
+
     fn finish(self) -> (Metrics, serde_json::Value) {
         let dur = self.cfg.duration;
         let w = self.cfg.window;
@@ -2179,11 +2201,13 @@ impl Simulation {
             .tasks
             .iter()
             .enumerate()
-            .map(|(i, t)| TaskMetrics {
+            .map(|(i, t)| (i, t, self.unfinished_past_deadline(i)))
+            .map(|(i, t, unfinished)| TaskMetrics {
                 name: self.cfg.tasks[i].name.clone(),
                 released: t.released,
                 completed: t.completed,
-                deadline_misses: t.misses,
+                deadline_misses: t.misses + unfinished,
+                unfinished_past_deadline: unfinished,
                 response: Dist::from_recorder(&t.response),
                 completions: t.completions.clone(),
             })

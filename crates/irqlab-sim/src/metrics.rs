@@ -83,7 +83,12 @@ pub struct TaskMetrics {
     pub name: String,
     pub released: u64,
     pub completed: u64,
+    /// Finished jobs later than their deadline plus
+    /// `unfinished_past_deadline`.
     pub deadline_misses: u64,
+    /// Released jobs unfinished at the end of the run although their
+    /// deadline had passed.
+    pub unfinished_past_deadline: u64,
     pub response: Dist,
     /// Completion times of the first jobs (for exact-schedule checks and
     /// comparisons with other simulators), capped at 10,000.

@@ -183,3 +183,36 @@ fn two_cpus_top_half_and_bottom_half_apart() {
         "a whole number of top halves"
     );
 }
+
+/// Misses include jobs that never finish. Task "hog" (one 1 ms / 10 ms
+/// sporadic server) needs 5 ms per 10 ms job: job k (released at 10k ms)
+/// gets 1 ms per period: [0, 1), [10, 11), ... [40, 41) ms, so job 0
+/// finishes at 41 ms and the backlog grows. Over 60 ms (7 releases, the
+/// last at the end): job 0 finished late (1 miss); jobs 1-4, released at
+/// 10-40 ms with deadlines 20-50 ms, are unfinished past their deadline
+/// (4 more); jobs 5 and 6 (deadlines 60 ms = the end and 70 ms) are not
+/// late yet.
+#[test]
+fn unfinished_jobs_past_their_deadline_are_misses() {
+    let us = 1_000u64;
+    let cfg: SimConfig = serde_json::from_value(json!({
+        "path": "quest",
+        "duration": 60_000 * us,
+        "servers": [
+            {"name": "V", "policy": "sporadic", "budget": 1000 * us, "period": 10_000 * us}
+        ],
+        "tasks": [{
+            "name": "hog", "server": 0,
+            "release": {"kind": "periodic", "period": 10_000 * us},
+            "program": [{"op": "compute", "ns": 5000 * us}]
+        }]
+    }))
+    .expect("valid config");
+    let (m, _) = simulate(cfg).unwrap();
+    let t = &m.tasks[0];
+    assert_eq!(t.released, 7);
+    assert_eq!(t.completed, 1);
+    assert_eq!(t.completions[0], 41_000_000);
+    assert_eq!(t.unfinished_past_deadline, 4);
+    assert_eq!(t.deadline_misses, 5);
+}

@@ -45,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
     for t in met["tasks"]:
         r = t["response"]
         mean = f"{r['mean'] / 1e3:.1f}us" if r["mean"] is not None else "-"
-        print(f"  task {t['name']}: {t['completed']} jobs, {t['deadline_misses']} misses, "
-              f"mean response {mean}")
+        unfinished = t["unfinished_past_deadline"]
+        late = f" ({unfinished} never finished)" if unfinished else ""
+        print(f"  task {t['name']}: {t['released']} released, {t['completed']} finished, "
+              f"{t['deadline_misses']} misses{late}, mean response {mean}")
     for d in met["devices"]:
         if met["path"] == "hypervisor":
             print(f"  physical interrupt {d['name']}: {d['interrupts']} interrupts")
