@@ -115,6 +115,7 @@ impl TableII {
                 wcet: rng.range(self.isr_wcet.0, self.isr_wcet.1),
                 period: rng.range(self.irq_interarrival.0, self.irq_interarrival.1),
                 prio: pprio[i] as u32 + 1,
+                jitter: 0,
             })
             .collect();
         let nvi = nv * self.virt_per_vcpu;

@@ -46,6 +46,9 @@ pub struct PhysIrq {
     pub wcet: u64,
     pub period: u64,
     pub prio: u32,
+    /// Release jitter: 0 for a device interrupt; for an IPI (VINT §III),
+    /// how much later than its WCET the ISR that sends it may complete.
+    pub jitter: u64,
 }
 
 /// A virtual interrupt: its guest ISR and its DSR task(s) (their WCETs
@@ -145,7 +148,7 @@ pub fn vcpu_response(p: &Pcpu, c: u64, t: u64, higher: &[(u64, u64, u64)]) -> Op
     let mut i: Vec<Interferer> = p
         .phys
         .iter()
-        .map(|x| Interferer::new(x.wcet, x.period, 0))
+        .map(|x| Interferer::new(x.wcet, x.period, x.jitter))
         .collect();
     i.extend(higher.iter().map(|&(c, t, j)| Interferer::new(c, t, j)));
     response_time(c, &i, t)
@@ -258,15 +261,18 @@ pub fn unmanaged_dsr_tasks(p: &Pcpu) -> Vec<Task> {
         .collect()
 }
 
-/// VINT Eq. 5: response time of physical ISR `i` (higher-priority ISRs
-/// only); `None` above `limit`.
+/// VINT Eq. 5: response time of physical ISR `i`, interfered by the
+/// higher-priority ISRs and by the other ISRs of its priority (served in
+/// arrival order: each may be ahead of it), each with its release jitter;
+/// `None` above `limit`.
 pub fn phys_response(p: &Pcpu, i: usize, limit: u64) -> Option<u64> {
     let me = &p.phys[i];
     let inter: Vec<Interferer> = p
         .phys
         .iter()
-        .filter(|h| h.prio > me.prio)
-        .map(|h| Interferer::new(h.wcet, h.period, 0))
+        .enumerate()
+        .filter(|&(k, h)| h.prio > me.prio || (h.prio == me.prio && k != i))
+        .map(|(_, h)| Interferer::new(h.wcet, h.period, h.jitter))
         .collect();
     response_time(me.wcet, &inter, limit)
 }
@@ -311,7 +317,11 @@ pub fn virt_response_vint_with(
         })
         .map(|(_, x)| Interferer::new(x.isr, x.period, 0))
         .collect(); // Eq. 6
-    inter.extend(p.phys.iter().map(|x| Interferer::new(x.wcet, x.period, 0)));
+    inter.extend(
+        p.phys
+            .iter()
+            .map(|x| Interferer::new(x.wcet, x.period, x.jitter)),
+    );
     inter.extend(
         pseudo
             .iter()
@@ -545,11 +555,13 @@ mod tests {
                     wcet: 10 * US,
                     period: MS,
                     prio: 2,
+                    jitter: 0,
                 },
                 PhysIrq {
                     wcet: 20 * US,
                     period: 2 * MS,
                     prio: 1,
+                    jitter: 0,
                 },
             ],
             virt: vec![VirtIrq {

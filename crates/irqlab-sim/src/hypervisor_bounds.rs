@@ -33,10 +33,16 @@
 //! * deferrable and sporadic servers mixed on one CPU are analysed with the
 //!   deferrable jitter `T - C`, which bounds both;
 //! * a virtual interrupt whose VCPU is on another CPU than its physical
-//!   interrupt (delivered by an IPI) is outside the per-CPU analysis and
-//!   gets no bound; the IPI's ISR counts as a physical ISR of the VCPU's
-//!   CPU (above every device interrupt, as the simulator runs it) for
-//!   everything else.
+//!   interrupt is delivered by an IPI, a physical ISR of the VCPU's CPU
+//!   (above every device interrupt and in arrival order among IPIs, as the
+//!   simulator runs them). Its flow is bounded as VINT §VI-B composes it:
+//!   Eq. 5 of the physical ISR on its CPU, plus Eq. 5 of the IPI, plus
+//!   Eq. 7 / 8 on the VCPU's CPU. An IPI is released when the ISR that
+//!   sends it completes, so it carries that ISR's response minus its WCET
+//!   as release jitter wherever it interferes (Eq. 3, 5, 7); since the
+//!   ISR's response may itself depend on IPIs, the responses and jitters
+//!   are iterated from zero to a fixed point (holistic analysis, as for
+//!   distributed systems).
 
 use crate::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
 use crate::SimError;
@@ -56,6 +62,8 @@ pub struct CpuBounds {
     /// The replenishment the CPU's servers are analysed with.
     pub replenish: &'static str,
     pub switch_overhead: u64,
+    /// Why nothing on this CPU is bounded, if so.
+    pub note: Option<String>,
     /// VCPUs and pseudo-VCPUs, most urgent first.
     pub servers: Vec<ServerBound>,
     pub tasks: Vec<TaskBound>,
@@ -111,10 +119,16 @@ pub struct VirqBound {
     pub managed: bool,
     /// `min(T^vi, T^pi)`: the flow must complete within it (Definition 3).
     pub limit: u64,
-    /// `"5+7"` (sporadic pseudo-VCPU), `"5+2x7"` (deferrable), `"5+8"`.
+    /// `"5+7"` (sporadic pseudo-VCPU), `"5+2x7"` (deferrable), `"5+8"`;
+    /// `"5+5+..."` when an IPI delivers it.
     pub equation: &'static str,
-    /// Eq. 5 of its physical interrupt.
+    /// The CPU its physical interrupt is on.
+    pub physical_cpu: usize,
+    /// Eq. 5 of its physical interrupt (on `physical_cpu`).
     pub physical_response: Option<u64>,
+    /// Eq. 5 of the IPI that delivers it, when `physical_cpu` is not the
+    /// VCPU's CPU and IPIs cost time.
+    pub ipi_response: Option<u64>,
     /// The bound on the whole flow (Definition 2), `None` above the limit.
     pub bound: Option<u64>,
     /// The paper's Eq. 5 + 7 where it differs from `bound`.
@@ -236,13 +250,150 @@ pub fn hypervisor_bounds(cfg: &SimConfig) -> Result<HypervisorBounds, SimError> 
             }
         }
     }
+    let isrs = physical_isrs(cfg, &phys_period);
     let mut cpus = Vec::new();
     for c in 0..cfg.cpus {
         if cfg.servers.iter().any(|s| s.cpu == c) {
-            cpus.push(cpu_bounds(cfg, c, &key, &phys_period));
+            cpus.push(cpu_bounds(cfg, c, &key, &phys_period, &isrs));
         }
     }
     Ok(HypervisorBounds { cpus })
+}
+
+/// A CPU's physical ISRs as the analysis sees them, and (name, is IPI).
+type CpuIsrs = (Vec<PhysIrq>, Vec<(String, bool)>);
+
+/// The physical ISRs of every CPU (device interrupts, then the IPIs that
+/// deliver virtual interrupts to it) with their Eq. 5 responses.
+struct PhysicalIsrs {
+    cpus: Vec<CpuIsrs>,
+    /// Per CPU, per ISR: Eq. 5, `None` above its minimum inter-arrival time
+    /// (or when an IPI's jitter is unbounded).
+    responses: Vec<Vec<Option<u64>>>,
+    /// Device `d` -> (CPU, index).
+    device: Vec<(usize, usize)>,
+    /// Virtual interrupt `v` -> (CPU, index) of its IPI.
+    ipi: Vec<Option<(usize, usize)>>,
+    /// Per CPU: why nothing on it is bounded (an IPI without a bound on
+    /// its release jitter), if so.
+    unbounded: Vec<Option<String>>,
+}
+
+impl PhysicalIsrs {
+    fn response(&self, (c, i): (usize, usize)) -> Option<u64> {
+        self.responses[c][i]
+    }
+}
+
+/// VINT Eq. 5 on every CPU, with IPI jitters iterated to a fixed point
+/// (see the module doc). Responses only grow with jitters and jitters with
+/// responses, so starting from zero the first fixed point is the least
+/// safe one; an ISR whose response leaves its period makes the jitter of
+/// the IPIs it sends, and so every ISR of their CPU, unbounded.
+fn physical_isrs(cfg: &SimConfig, phys_period: &[u64]) -> PhysicalIsrs {
+    let mut cpus: Vec<CpuIsrs> = vec![Default::default(); cfg.cpus];
+    let mut device = Vec::with_capacity(cfg.devices.len());
+    for (d, dev) in cfg.devices.iter().enumerate() {
+        let isr = match dev.kind {
+            DeviceKind::Generic { isr, .. } => isr,
+            _ => 0, // refused in hypervisor_bounds
+        };
+        let (irqs, names) = &mut cpus[dev.cpu];
+        device.push((dev.cpu, irqs.len()));
+        irqs.push(PhysIrq {
+            wcet: isr,
+            period: phys_period[d],
+            prio: dev.irq_priority,
+            jitter: 0,
+        });
+        names.push((dev.name.clone(), false));
+    }
+    let mut ipi = vec![None; cfg.virqs.len()];
+    for (v, x) in cfg.virqs.iter().enumerate() {
+        let target = cfg.servers[x.vcpu].cpu;
+        if cfg.devices[x.phys].cpu != target && cfg.ipi > 0 {
+            let (irqs, names) = &mut cpus[target];
+            ipi[v] = Some((target, irqs.len()));
+            irqs.push(PhysIrq {
+                wcet: cfg.ipi,
+                period: phys_period[x.phys],
+                prio: u32::MAX,
+                jitter: 0,
+            });
+            names.push((format!("ipi->{}", x.name), true));
+        }
+    }
+    let eq5 = |cpus: &[CpuIsrs], unbounded: &[Option<String>]| {
+        cpus.iter()
+            .zip(unbounded)
+            .map(|((irqs, _), u)| {
+                let p = Pcpu {
+                    vcpus: Vec::new(),
+                    tasks: Vec::new(),
+                    phys: irqs.clone(),
+                    virt: Vec::new(),
+                };
+                (0..irqs.len())
+                    .map(|i| {
+                        u.is_none()
+                            .then(|| vint::phys_response(&p, i, irqs[i].period))
+                            .flatten()
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut unbounded: Vec<Option<String>> = vec![None; cfg.cpus];
+    let mut responses = eq5(&cpus, &unbounded);
+    // Each round either raises a jitter (bounded by a period) or marks a
+    // CPU unbounded; the cap only guards against pathological inputs.
+    for _ in 0..1_000 {
+        let mut changed = false;
+        for (v, x) in cfg.virqs.iter().enumerate() {
+            let Some((c, i)) = ipi[v] else { continue };
+            let (dc, di) = device[x.phys];
+            match responses[dc][di] {
+                Some(r) => {
+                    let j = r - cpus[dc].0[di].wcet;
+                    if cpus[c].0[i].jitter != j {
+                        cpus[c].0[i].jitter = j;
+                        changed = true;
+                    }
+                }
+                None if unbounded[c].is_none() => {
+                    unbounded[c] = Some(format!(
+                        "the IPI of {} comes from {}, whose Eq. 5 on cpu {dc} exceeds its \
+                         minimum inter-arrival time: its release jitter, and every bound on \
+                         this CPU, is unbounded",
+                        x.name, cfg.devices[x.phys].name
+                    ));
+                    changed = true;
+                }
+                None => {}
+            }
+        }
+        if !changed {
+            return PhysicalIsrs {
+                cpus,
+                responses,
+                device,
+                ipi,
+                unbounded,
+            };
+        }
+        responses = eq5(&cpus, &unbounded);
+    }
+    let why = "the IPI jitters did not reach a fixed point".to_string();
+    PhysicalIsrs {
+        responses: cpus
+            .iter()
+            .map(|(irqs, _)| vec![None; irqs.len()])
+            .collect(),
+        unbounded: vec![Some(why); cfg.cpus],
+        cpus,
+        device,
+        ipi,
+    }
 }
 
 /// One schedulable entity of a CPU: a VCPU (server index) or the
@@ -253,7 +404,13 @@ enum Entity {
     Pseudo(usize),
 }
 
-fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> CpuBounds {
+fn cpu_bounds(
+    cfg: &SimConfig,
+    c: usize,
+    key: &[u64],
+    phys_period: &[u64],
+    isrs: &PhysicalIsrs,
+) -> CpuBounds {
     let o = cfg.switch_overhead;
     let vcpu_ids: Vec<usize> = (0..cfg.servers.len())
         .filter(|&s| cfg.servers[s].cpu == c)
@@ -317,36 +474,7 @@ fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> Cp
     let prio_of = |e: Entity| n - entities.iter().position(|&x| x == e).unwrap_or(0) as u32;
 
     // physical ISRs of the CPU, then the IPIs that deliver to it
-    let mut phys: Vec<PhysIrq> = Vec::new();
-    let mut phys_names: Vec<(String, bool)> = Vec::new();
-    let mut phys_local = vec![None; cfg.devices.len()];
-    for (d, dev) in cfg.devices.iter().enumerate() {
-        if dev.cpu != c {
-            continue;
-        }
-        if let DeviceKind::Generic { isr, .. } = dev.kind {
-            phys_local[d] = Some(phys.len());
-            phys.push(PhysIrq {
-                wcet: isr,
-                period: phys_period[d],
-                prio: dev.irq_priority,
-            });
-            phys_names.push((dev.name.clone(), false));
-        }
-    }
-    let mut ipi_of = vec![None; cfg.virqs.len()];
-    for &v in &virq_ids {
-        let x = &cfg.virqs[v];
-        if cfg.devices[x.phys].cpu != c && cfg.ipi > 0 {
-            ipi_of[v] = Some(phys.len());
-            phys.push(PhysIrq {
-                wcet: cfg.ipi,
-                period: phys_period[x.phys],
-                prio: u32::MAX,
-            });
-            phys_names.push((format!("ipi->{}", x.name), true));
-        }
-    }
+    let (phys, phys_names) = isrs.cpus[c].clone();
 
     let vcpus: Vec<Vcpu> = vcpu_ids
         .iter()
@@ -405,7 +533,12 @@ fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> Cp
                 period: x.min_interarrival.unwrap_or(phys_period[x.phys]),
                 prio: x.priority,
                 vcpu: local(x.vcpu).unwrap_or(0),
-                phys: if same { phys_local[x.phys] } else { ipi_of[v] }.unwrap_or(0),
+                phys: if same {
+                    Some(isrs.device[x.phys].1)
+                } else {
+                    isrs.ipi[v].map(|(_, i)| i)
+                }
+                .unwrap_or(0),
                 managed: x.pseudo.is_some(),
             }
         })
@@ -452,7 +585,9 @@ fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> Cp
                     (b, t, jitter(b, t))
                 })
                 .collect();
-            let response = if budget == 0 {
+            let response = if isrs.unbounded[c].is_some() {
+                None
+            } else if budget == 0 {
                 Some(0)
             } else {
                 vint::vcpu_response(&pcpu, budget, period, &higher)
@@ -559,7 +694,7 @@ fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> Cp
             ipi: *ipi,
             isr: p.wcet,
             min_interarrival: p.period,
-            response: vint::phys_response(&pcpu, i, p.period),
+            response: isrs.responses[c][i],
         })
         .collect();
 
@@ -572,37 +707,52 @@ fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> Cp
             let me = &pcpu.virt[j];
             let vcpu = cfg.servers[x.vcpu].name.clone();
             let limit = me.period.min(phys_period[x.phys]);
-            let equation = match &x.pseudo {
-                None => "5+8",
-                Some(_) if r == Replenish::Deferrable => "5+2x7",
-                Some(_) => "5+7",
+            let ipi = isrs.ipi[v];
+            let equation = match (&x.pseudo, ipi.is_some()) {
+                (None, false) => "5+8",
+                (None, true) => "5+5+8",
+                (Some(_), false) if r == Replenish::Deferrable => "5+2x7",
+                (Some(_), true) if r == Replenish::Deferrable => "5+5+2x7",
+                (Some(_), false) => "5+7",
+                (Some(_), true) => "5+5+7",
             };
+            let physical_cpu = cfg.devices[x.phys].cpu;
             let mut row = VirqBound {
                 name: x.name.clone(),
                 vcpu: vcpu.clone(),
                 managed: x.pseudo.is_some(),
                 limit,
                 equation,
-                physical_response: None,
+                physical_cpu,
+                physical_response: isrs.response(isrs.device[x.phys]),
+                ipi_response: ipi.and_then(|i| isrs.response(i)),
                 bound: None,
                 paper_bound: None,
                 serviceable: false,
                 note: None,
             };
-            if cfg.devices[x.phys].cpu != c {
+            let Some(wp) = row.physical_response else {
                 row.note = Some(format!(
-                    "its physical interrupt {} is on cpu {}: the per-CPU analysis does not \
-                     bound a flow that crosses CPUs",
-                    cfg.devices[x.phys].name, cfg.devices[x.phys].cpu
+                    "Eq. 5 of {} on cpu {physical_cpu} exceeds its minimum inter-arrival time \
+                     (or an IPI it waits for is unbounded)",
+                    cfg.devices[x.phys].name
                 ));
                 return row;
-            }
-            let wp = vint::phys_response(&pcpu, me.phys, limit);
-            row.physical_response = wp;
-            let Some(wp) = wp else {
+            };
+            let wp = match (ipi, row.ipi_response) {
+                (None, _) => wp,
+                (Some(_), Some(w)) => wp + w,
+                (Some(_), None) => {
+                    row.note = Some(format!(
+                        "Eq. 5 of its IPI on cpu {c} exceeds the minimum inter-arrival time"
+                    ));
+                    return row;
+                }
+            };
+            if wp >= limit {
                 row.note = Some("Eq. 5 exceeds the minimum inter-arrival time".into());
                 return row;
-            };
+            }
             let rest = limit - wp;
             match &x.pseudo {
                 Some(p) => {
@@ -668,6 +818,7 @@ fn cpu_bounds(cfg: &SimConfig, c: usize, key: &[u64], phys_period: &[u64]) -> Cp
         cpu: c,
         replenish: if deferrable { "deferrable" } else { "sporadic" },
         switch_overhead: o,
+        note: isrs.unbounded[c].clone(),
         servers,
         tasks: task_bounds,
         physical_interrupts,

@@ -252,11 +252,13 @@ fn deferrable_pseudo_vcpu_straddling_a_boundary() {
                 wcet: 10 * US,
                 period: 1_000 * US,
                 prio: 2,
+                jitter: 0,
             },
             PhysIrq {
                 wcet: 100 * US,
                 period: 1_090 * US,
                 prio: 1,
+                jitter: 0,
             },
         ],
         virt: vec![VirtIrq {

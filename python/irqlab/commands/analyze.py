@@ -61,6 +61,8 @@ def hypervisor_report(cfg: dict[str, Any]) -> dict[str, Any]:
         o = c["switch_overhead"]
         print(f"  cpu {c['cpu']} ({c['replenish']} replenishment"
               + (f", switch overhead {fmt(o)} per VCPU switch" if o else "") + "):")
+        if c["note"]:
+            print(f"    no bounds: {c['note']}")
         print("    VINT Eq. 3 (time to receive the budget, within the period):")
         for s in c["servers"]:
             guest = (f", {fmt(s['guest_budget'])} left to the guest"
@@ -78,17 +80,24 @@ def hypervisor_report(cfg: dict[str, Any]) -> dict[str, Any]:
         if c["physical_interrupts"]:
             print("    VINT Eq. 5 (physical ISR response time):")
         for x in c["physical_interrupts"]:
-            print(f"      {x['name']:<18} {fmt(x['isr'])} every {fmt(x['min_interarrival'])}: "
-                  f"{fmt(x['response'])}")
+            sent = " (sent when the ISR on another CPU ends)" if x["ipi"] else ""
+            print(f"      {x['name']:<18} {fmt(x['isr'])} every {fmt(x['min_interarrival'])}"
+                  f"{sent}: {fmt(x['response'])}")
         if c["virtual_interrupts"]:
             print("    Handling time (Definition 2) within the minimum inter-arrival time "
                   "(serviceable, Definition 3):")
         for v in c["virtual_interrupts"]:
             scheme = "vINT" if v["managed"] else "no vINT"
-            paper = (f" (the paper's Eq. 5 + 7: {fmt(v['paper_bound'])})"
+            paper = (f" (the paper's Eq. {v['equation'].replace('2x7', '7')}: "
+                     f"{fmt(v['paper_bound'])})"
                      if v["paper_bound"] is not None else "")
-            print(f"      {v['name']:<18} {scheme}, Eq. {v['equation']}: {fmt(v['bound'])}{paper} "
-                  f"vs {fmt(v['limit'])} -> "
+            cross = ""
+            if v["physical_cpu"] != c["cpu"]:
+                ipi = f" + IPI {fmt(v['ipi_response'])}" if v["ipi_response"] is not None else ""
+                cross = (f" [physical ISR on cpu {v['physical_cpu']}: "
+                         f"{fmt(v['physical_response'])}{ipi}]")
+            print(f"      {v['name']:<18} {scheme}, Eq. {v['equation']}: {fmt(v['bound'])}{paper}"
+                  f"{cross} vs {fmt(v['limit'])} -> "
                   f"{'serviceable' if v['serviceable'] else 'NOT serviceable'}"
                   + (f" ({v['note']})" if v["note"] else ""))
     return bounds
