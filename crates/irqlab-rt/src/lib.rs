@@ -151,14 +151,12 @@ pub(crate) struct TaskStats {
 
 impl TaskStats {
     /// Released jobs that had not finished at `t_end` although their
-    /// deadline had passed -- misses too, and the only ones a task starved
-    /// from its first release on ever shows.
+    /// deadline had passed (a job finishing at its deadline is in time) --
+    /// misses too, and the only ones a task starved from its first release
+    /// on ever shows.
     pub fn unfinished_past_deadline(&self, t0: Nanos, t_end: Nanos) -> u64 {
         let first_due = self.next_release.unwrap_or(t0) + self.deadline;
-        if t_end < first_due {
-            return 0;
-        }
-        (t_end - first_due).0 / self.period.0 + 1
+        t_end.saturating_sub(first_due).0.div_ceil(self.period.0)
     }
 }
 
@@ -1053,14 +1051,15 @@ mod tests {
         let t0 = Nanos::from_ms(100);
         let at = |ms| t0 + Nanos::from_ms(ms);
         // Nothing finished: releases at 0, 10, 20 ms; deadlines 8, 18, 28.
-        assert_eq!(stats(None).unfinished_past_deadline(t0, at(7)), 0);
-        assert_eq!(stats(None).unfinished_past_deadline(t0, at(8)), 1);
-        assert_eq!(stats(None).unfinished_past_deadline(t0, at(27)), 2);
-        assert_eq!(stats(None).unfinished_past_deadline(t0, at(28)), 3);
+        let us = |us| t0 + Nanos::from_us(us);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, at(8)), 0);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, us(8_001)), 1);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, at(28)), 2);
+        assert_eq!(stats(None).unfinished_past_deadline(t0, us(28_001)), 3);
         // Jobs up to the one released at 20 ms finished.
         let s = stats(Some(at(30)));
-        assert_eq!(s.unfinished_past_deadline(t0, at(37)), 0);
-        assert_eq!(s.unfinished_past_deadline(t0, at(48)), 2);
+        assert_eq!(s.unfinished_past_deadline(t0, at(38)), 0);
+        assert_eq!(s.unfinished_past_deadline(t0, at(49)), 2);
         // A run that ended before the next release.
         assert_eq!(s.unfinished_past_deadline(t0, at(5)), 0);
     }

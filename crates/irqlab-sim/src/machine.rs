@@ -2201,15 +2201,17 @@ impl Simulation {
             .tasks
             .iter()
             .enumerate()
-            .map(|(i, t)| (i, t, self.unfinished_past_deadline(i)))
-            .map(|(i, t, unfinished)| TaskMetrics {
-                name: self.cfg.tasks[i].name.clone(),
-                released: t.released,
-                completed: t.completed,
-                deadline_misses: t.misses + unfinished,
-                unfinished_past_deadline: unfinished,
-                response: Dist::from_recorder(&t.response),
-                completions: t.completions.clone(),
+            .map(|(i, t)| {
+                let unfinished = self.unfinished_past_deadline(i);
+                TaskMetrics {
+                    name: self.cfg.tasks[i].name.clone(),
+                    released: t.released,
+                    completed: t.completed,
+                    deadline_misses: t.misses + unfinished,
+                    unfinished_past_deadline: unfinished,
+                    response: Dist::from_recorder(&t.response),
+                    completions: t.completions.clone(),
+                }
             })
             .collect();
         let devices = self
