@@ -107,6 +107,8 @@ def test_analyze_hypervisor_model_by_hand(tmp_path: Path,
     assert sim_vi["serviceable"] == sim_vi["handled"] == sim_vi["arrivals"]
     for t in m["tasks"]:
         assert t["response"]["max"] <= 15_000_000 and t["deadline_misses"] == 0
+    for s in m["servers"]:  # VCPU responses within Eq. 3
+        assert 0 < s["response"]["max"] <= eq3[s["name"]] and s["budget_misses"] == 0
 
 
 def test_analyze_hypervisor_without_vint(tmp_path: Path,

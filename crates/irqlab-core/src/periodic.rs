@@ -81,10 +81,28 @@ impl DeferrableServer {
     }
 }
 
+impl DeferrableServer {
+    /// `end_timeslice` knowing how much of the slice was taken by others
+    /// from any instant on (`stolen_since(t)`: within `[t, now)`). A slice
+    /// that crossed a boundary charges the new budget only with what the
+    /// server used after the last boundary; charging the whole slice would
+    /// take budget that period never used.
+    pub fn charge(&mut self, now: Nanos, used: Nanos, stolen_since: impl Fn(Nanos) -> Nanos) {
+        if self.p.roll(now) {
+            let run = (now - self.p.start).saturating_sub(stolen_since(self.p.start));
+            self.p.budget = self.p.capacity_c.saturating_sub(used.min(run));
+        } else {
+            self.p.budget = self.p.budget.saturating_sub(used);
+        }
+    }
+}
+
 impl ServerPolicy for DeferrableServer {
+    /// Without knowing where others' time fell in the slice, its part after
+    /// a crossed boundary is bounded by `now - start` (safe: it may charge
+    /// an ISR's time there to the new budget). The scheduler uses `charge`.
     fn end_timeslice(&mut self, now: Nanos, used: Nanos, _runnable: bool) {
-        self.p.budget = self.p.budget.saturating_sub(used);
-        self.update_budget(now);
+        self.charge(now, used, |_| Nanos::ZERO);
     }
     fn update_budget(&mut self, now: Nanos) {
         if self.p.roll(now) {
@@ -95,8 +113,12 @@ impl ServerPolicy for DeferrableServer {
         let b = self.p.next_boundary();
         (b > now).then_some(b)
     }
-    fn unblock(&mut self, now: Nanos, _ctx: UnblockCtx) {
-        self.update_budget(now);
+    fn unblock(&mut self, now: Nanos, ctx: UnblockCtx) {
+        // The running server's slice is not charged yet: rolling now would
+        // charge the part before the boundary to the new budget.
+        if !ctx.running {
+            self.update_budget(now);
+        }
     }
     fn budget(&self) -> Nanos {
         self.p.budget

@@ -182,6 +182,8 @@ pub struct Scheduler {
     /// Time since `t_prev` taken from the running server by someone else
     /// (a hypervisor's ISRs): not charged at the next `schedule`.
     stolen: Nanos,
+    /// Where it fell, when known: `(end, length)` (see `exclude_until`).
+    stolen_at: Vec<(Nanos, Nanos)>,
     last_now: Nanos,
     seq: u64,
     stats: SchedStats,
@@ -379,6 +381,7 @@ impl Scheduler {
         // Lines 1-2: charge the elapsed time to the current VCPU (less what
         // was taken from it, see `exclude`).
         let dt = (now - self.t_prev) - core::mem::take(&mut self.stolen);
+        let stolen_at = core::mem::take(&mut self.stolen_at);
         let prev = self.current.take();
         if let Some(cur) = prev {
             let runnable = self.servers[cur.server].runq.len() > 0;
@@ -390,7 +393,15 @@ impl Scheduler {
                 dt
             };
             let slot = &mut self.servers[cur.server];
-            slot.server.end_timeslice(now, charged, runnable);
+            match &mut slot.server {
+                Server::Deferrable(ds) => ds.charge(now, charged, |from| {
+                    stolen_at
+                        .iter()
+                        .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
+                        .fold(Nanos::ZERO, |a, x| a + x)
+                }),
+                s => s.end_timeslice(now, charged, runnable),
+            }
             if let RunQueue::Rr {
                 quantum,
                 queue,
@@ -497,6 +508,22 @@ impl Scheduler {
     pub fn exclude(&mut self, d: Nanos) {
         if self.current.is_some() {
             self.stolen += d;
+        }
+    }
+
+    /// `exclude` for time taken over `[end - d, end)`: a deferrable server
+    /// whose slice crosses its period boundary is then charged exactly for
+    /// what it used after the boundary.
+    pub fn exclude_until(&mut self, end: Nanos, d: Nanos) {
+        if self.current.is_some() && !d.is_zero() {
+            self.stolen += d;
+            match self.stolen_at.last_mut() {
+                Some((e, len)) if *e == end - d => {
+                    *e = end;
+                    *len += d;
+                }
+                _ => self.stolen_at.push((end, d)),
+            }
         }
     }
 

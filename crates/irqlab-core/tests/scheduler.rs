@@ -342,3 +342,36 @@ fn excluded_time_is_not_charged() {
     );
     assert_eq!(d.next_update, Some(Nanos(8)));
 }
+
+/// A deferrable server's slice that crosses its period boundary: C = 4,
+/// T = 10, thread a runs from 7; an ISR takes [10, 11) (`exclude_until`);
+/// thread b of the same server wakes at 11, while a runs. At 11 the new
+/// period has paid nothing (its only time went to the ISR): budget 4; at
+/// 12 it has paid 1: budget 3. (Charging the whole slice to the new period
+/// -- what rolling at b's wake-up did -- would leave 0; bounding the part
+/// after the boundary by `now - 10` without the ISR's place, 2.)
+#[test]
+fn deferrable_slice_across_its_boundary() {
+    let ds = Server::Deferrable(
+        irqlab_core::DeferrableServer::new(
+            Nanos(4),
+            Nanos(10),
+            ServerPriority::RateMonotonic,
+            Nanos(0),
+        )
+        .unwrap(),
+    );
+    let mut s = Scheduler::new();
+    let (v, a) = add(&mut s, "v", ds);
+    let b = s.add_thread("b", v, 1).unwrap();
+    let budget = |s: &Scheduler| irqlab_core::ServerPolicy::budget(s.server(v).unwrap());
+    s.wakeup(Nanos(7), a, None).unwrap();
+    let d = s.schedule(Nanos(7)).unwrap();
+    assert_eq!((d.server, d.next_update), (Some(v), Some(Nanos(11))));
+    s.exclude_until(Nanos(11), Nanos(1));
+    s.wakeup(Nanos(11), b, None).unwrap();
+    s.schedule(Nanos(11)).unwrap();
+    assert_eq!(budget(&s), Nanos(4));
+    s.schedule(Nanos(12)).unwrap();
+    assert_eq!(budget(&s), Nanos(3));
+}

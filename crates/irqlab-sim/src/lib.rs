@@ -13,6 +13,7 @@ pub mod hypervisor_bounds;
 pub mod lower;
 pub mod machine;
 pub mod metrics;
+mod supply;
 pub mod trace;
 
 pub use config::SimConfig;

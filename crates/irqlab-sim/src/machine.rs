@@ -35,6 +35,7 @@ use crate::error::SimError;
 use crate::metrics::{
     CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics, VirqMetrics,
 };
+use crate::supply::{Replenish, VcpuSupply};
 use crate::trace::Trace;
 
 const MAX_COMPLETIONS: usize = 10_000;
@@ -307,6 +308,47 @@ struct ServerInfo {
     queue_samples: u64,
     /// Replenishment-queue operations seen so far (sporadic servers).
     ops_seen: u64,
+    /// VCPU response times (deferrable and sporadic servers).
+    supply: Option<VcpuSupply>,
+}
+
+impl ServerInfo {
+    fn new(
+        name: String,
+        cpu: usize,
+        local: ServerId,
+        period: Option<u64>,
+        nwin: usize,
+        supply: Option<VcpuSupply>,
+    ) -> ServerInfo {
+        ServerInfo {
+            name,
+            cpu,
+            local,
+            period,
+            busy: 0,
+            background: 0,
+            windows: vec![0; nwin],
+            queue_max: 0,
+            queue_sum: 0,
+            queue_samples: 0,
+            ops_seen: 0,
+            supply,
+        }
+    }
+}
+
+/// The response-time observer of a budgeted server, if it has a budget.
+fn supply_of(p: &PolicyCfg) -> Option<VcpuSupply> {
+    match *p {
+        PolicyCfg::Deferrable { budget, period } => {
+            Some(VcpuSupply::new(Replenish::Deferrable, budget, period, 0))
+        }
+        PolicyCfg::Sporadic { budget, period, .. } => {
+            Some(VcpuSupply::new(Replenish::Sporadic, budget, period, 0))
+        }
+        _ => None,
+    }
 }
 
 struct DeviceState {
@@ -485,19 +527,14 @@ impl Simulation {
                 .add_server(s.name.clone(), server, ThreadPolicy::FixedPriority)
                 .map_err(core_err(|| format!("servers[{i}]")))?;
             cpu.servers.push(i);
-            servers.push(ServerInfo {
-                name: s.name.clone(),
-                cpu: s.cpu,
+            servers.push(ServerInfo::new(
+                s.name.clone(),
+                s.cpu,
                 local,
                 period,
-                busy: 0,
-                background: 0,
-                windows: vec![0; nwin],
-                queue_max: 0,
-                queue_sum: 0,
-                queue_samples: 0,
-                ops_seen: 0,
-            });
+                nwin,
+                supply_of(&s.policy),
+            ));
         }
         let mut threads = Vec::new();
         let mut tasks = Vec::new();
@@ -626,19 +663,7 @@ impl Simulation {
                     .add_server(name.clone(), server, ThreadPolicy::FixedPriority)
                     .map_err(core_err(|| "linux.ksoftirqd".to_owned()))?;
                 cpu.servers.push(servers.len());
-                servers.push(ServerInfo {
-                    name: name.clone(),
-                    cpu: c,
-                    local,
-                    period: None,
-                    busy: 0,
-                    background: 0,
-                    windows: vec![0; nwin],
-                    queue_max: 0,
-                    queue_sum: 0,
-                    queue_samples: 0,
-                    ops_seen: 0,
-                });
+                servers.push(ServerInfo::new(name.clone(), c, local, None, nwin, None));
                 let core = cpu
                     .sched
                     .add_thread(name.clone(), local, 1)
@@ -696,19 +721,19 @@ impl Simulation {
                         .add_server(name.clone(), srv, ThreadPolicy::FixedPriority)
                         .map_err(core_err(|| format!("virqs[{k}].pseudo")))?;
                     cpus[cpu].servers.push(servers.len());
-                    servers.push(ServerInfo {
+                    let policy = if p.deferrable {
+                        Replenish::Deferrable
+                    } else {
+                        Replenish::Sporadic
+                    };
+                    servers.push(ServerInfo::new(
                         name,
                         cpu,
                         local,
-                        period: Some(p.period),
-                        busy: 0,
-                        background: 0,
-                        windows: vec![0; nwin],
-                        queue_max: 0,
-                        queue_sum: 0,
-                        queue_samples: 0,
-                        ops_seen: 0,
-                    });
+                        Some(p.period),
+                        nwin,
+                        Some(VcpuSupply::new(policy, p.budget, p.period, 0)),
+                    ));
                     pseudo_home.push((servers.len() - 1, v.vcpu));
                     // the counter's maximum: ceil(T_p / T_i) (VINT §V-B)
                     (servers.len() - 1, p.period.div_ceil(t_vi.max(1)))
@@ -929,6 +954,11 @@ impl Simulation {
             self.advance(c);
             self.close_segment(c);
         }
+        for s in &mut self.servers {
+            if let Some(sp) = s.supply.as_mut() {
+                sp.finish(end);
+            }
+        }
         Ok(self.finish())
     }
 
@@ -986,7 +1016,7 @@ impl Simulation {
             cpu.metrics.isr_ns += dt;
             if self.cfg.path == InterruptPath::Hypervisor {
                 // physical ISRs are the hypervisor's time (VINT §III)
-                cpu.sched.exclude(Nanos(dt));
+                cpu.sched.exclude_until(Nanos(now), Nanos(dt));
             }
             return;
         }
@@ -1015,6 +1045,9 @@ impl Simulation {
                 } else {
                     s.busy += dt;
                     add_windows(&mut s.windows, self.cfg.window, now - dt, now);
+                    if let Some(sp) = s.supply.as_mut() {
+                        sp.run(now - dt, now);
+                    }
                 }
             }
             None => cpu.metrics.idle_ns += dt,
@@ -1240,11 +1273,25 @@ impl Simulation {
             .wakeup(Nanos(self.now), core, inherit.map(Nanos))
             .map_err(core_err(|| format!("wakeup of {}", self.threads[t].name)))?;
         self.threads[t].active = true;
+        self.note_backlog(t);
         if preempt {
             self.cpus[c].need_resched = true;
             self.cpus[c].wake_resched = true;
         }
         Ok(())
+    }
+
+    /// Tell the server of thread `t` whether it is backlogged now.
+    fn note_backlog(&mut self, t: usize) {
+        let g = self.threads[t].server;
+        let s = &self.servers[g];
+        if s.supply.is_none() {
+            return;
+        }
+        let backlogged = self.cpus[s.cpu].sched.is_runnable(s.local).unwrap_or(false);
+        if let Some(sp) = self.servers[g].supply.as_mut() {
+            sp.backlog(self.now, backlogged);
+        }
     }
 
     fn block(&mut self, t: usize) -> Result<(), SimError> {
@@ -1256,6 +1303,7 @@ impl Simulation {
             .block(Nanos(self.now), core)
             .map_err(core_err(|| format!("block of {}", self.threads[t].name)))?;
         self.threads[t].active = false;
+        self.note_backlog(t);
         if was_running {
             self.cpus[c].need_resched = true;
         }
@@ -1971,6 +2019,7 @@ impl Simulation {
             self.cpus[c].need_resched = true;
         }
         self.threads[t].active = true;
+        self.note_backlog(t);
         Ok(())
     }
 
@@ -2194,6 +2243,8 @@ impl Simulation {
                     } else {
                         0.0
                     },
+                    response: s.supply.as_ref().map(|x| Dist::from_recorder(&x.response)),
+                    budget_misses: s.supply.as_ref().map(|x| x.misses),
                 }
             })
             .collect();

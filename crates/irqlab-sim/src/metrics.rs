@@ -76,6 +76,13 @@ pub struct ServerMetrics {
     /// dispatches of this server.
     pub max_queue: usize,
     pub mean_queue: f64,
+    /// Deferrable and sporadic servers (VCPUs, pseudo-VCPUs, Main VCPUs):
+    /// the time from a release with the whole budget to its consumption or
+    /// the end of the work (what VINT Eq. 3 bounds; see `supply`).
+    pub response: Option<Dist>,
+    /// Deferrable servers: periods in which the server was backlogged from
+    /// the boundary on and did not receive its budget.
+    pub budget_misses: Option<u64>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]

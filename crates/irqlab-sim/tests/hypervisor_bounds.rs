@@ -324,9 +324,21 @@ fn not_a_hypervisor_machine() {
     );
 }
 
-/// Every simulated task response and interrupt handling time of a bounded
-/// item is within its bound, and nothing it bounds is left undone.
+/// Every simulated VCPU / pseudo-VCPU response, task response and
+/// interrupt handling time of a bounded item is within its bound, and
+/// nothing it bounds is left undone.
 fn assert_bounds_hold(cfg: &SimConfig, c: &CpuBounds, m: &Metrics) {
+    for s in &c.servers {
+        let Some(bound) = s.response else { continue };
+        let got = m.servers.iter().find(|x| x.name == s.name).expect("server");
+        let max = got.response.as_ref().and_then(|d| d.max).unwrap_or(0);
+        assert!(
+            max <= bound,
+            "{}: VCPU response {max} > Eq. 3 bound {bound} ({cfg:?})",
+            s.name
+        );
+        assert_eq!(got.budget_misses.unwrap_or(0), 0, "{}", s.name);
+    }
     for t in &c.tasks {
         let Some(bound) = t.response else { continue };
         let got = m.tasks.iter().find(|x| x.name == t.name).expect("task");

@@ -215,4 +215,38 @@ fn unfinished_jobs_past_their_deadline_are_misses() {
     assert_eq!(t.completions[0], 41_000_000);
     assert_eq!(t.unfinished_past_deadline, 4);
     assert_eq!(t.deadline_misses, 5);
+    // V's response (VINT Eq. 3's quantity): one job, from 0 (backlogged
+    // with its whole budget) to 1 ms; it stays backlogged, so its budget is
+    // never whole again at a wake-up (sporadic: not sampled).
+    let v = m.servers[0].response.as_ref().expect("budgeted");
+    assert_eq!((v.count, v.max), (1, Some(1_000_000)));
+    assert_eq!(m.servers[0].budget_misses, Some(0));
+}
+
+/// The same with a deferrable server: always backlogged, it has a job at
+/// every boundary (0, 10, ..., 50 ms), each receiving its 1 ms at once;
+/// no budget miss.
+#[test]
+fn deferrable_vcpu_response_per_period() {
+    let us = 1_000u64;
+    let cfg: SimConfig = serde_json::from_value(json!({
+        "path": "quest",
+        "duration": 60_000 * us,
+        "servers": [
+            {"name": "V", "policy": "deferrable", "budget": 1000 * us, "period": 10_000 * us}
+        ],
+        "tasks": [{
+            "name": "hog", "server": 0,
+            "release": {"kind": "periodic", "period": 10_000 * us},
+            "program": [{"op": "compute", "ns": 5000 * us}]
+        }]
+    }))
+    .expect("valid config");
+    let (m, _) = simulate(cfg).unwrap();
+    let v = m.servers[0].response.as_ref().expect("budgeted");
+    assert_eq!(
+        (v.count, v.min, v.max),
+        (6, Some(1_000_000), Some(1_000_000))
+    );
+    assert_eq!(m.servers[0].budget_misses, Some(0));
 }

@@ -49,6 +49,13 @@ def run(args: argparse.Namespace) -> int:
         late = f" ({unfinished} never finished)" if unfinished else ""
         print(f"  task {t['name']}: {t['released']} released, {t['completed']} finished, "
               f"{t['deadline_misses']} misses{late}, mean response {mean}")
+    for s in met["servers"]:
+        r = s["response"]
+        if met["path"] != "hypervisor" or r is None or not r["count"]:
+            continue
+        misses = f", {s['budget_misses']} periods short of budget" if s["budget_misses"] else ""
+        print(f"  VCPU {s['name']}: {s['share'] * 100:.1f} % of cpu {s['cpu']}, response "
+              f"(VINT Eq. 3) max {r['max'] / 1e3:.1f}us over {r['count']} releases{misses}")
     for d in met["devices"]:
         if met["path"] == "hypervisor":
             print(f"  physical interrupt {d['name']}: {d['interrupts']} interrupts")
