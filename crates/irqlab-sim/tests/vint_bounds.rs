@@ -50,6 +50,16 @@ proptest! {
         for (phasing, safe) in [(Phasing::Synchronous, false), (Phasing::Random(seed), true)] {
             let cfg = to_sim(&p, &budgets, r, vint, 1, 40 * MS, phasing);
             let (m, _) = simulate(cfg).expect("valid");
+            // Eq. 3 passed for every VCPU and pseudo-VCPU: each receives its
+            // budget within its period (hypervisor_bounds.rs checks the
+            // exact Eq. 3 values)
+            for s in &m.servers {
+                let period = if s.name.ends_with(".pseudo") { None } else { Some(params.vcpu_period) };
+                prop_assert_eq!(s.budget_misses.unwrap_or(0), 0, "{:?}: {}", phasing, s.name);
+                if let (Some(t), Some(max)) = (period, s.response.as_ref().and_then(|d| d.max)) {
+                    prop_assert!(max <= t, "{:?}: VCPU {} response {} > period {}", phasing, s.name, max, t);
+                }
+            }
             for (i, t) in p.tasks.iter().enumerate() {
                 if let Some(bound) = task_response(&p, i, &budgets, &dsrs) {
                     let got = m.tasks[i].response.max.unwrap_or(0);
