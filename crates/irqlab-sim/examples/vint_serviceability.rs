@@ -14,7 +14,8 @@
 //! `serviceable_sim_synchronous` from the synchronous release,
 //! `serviceable_sim` from it and every random phasing); how many sets the
 //! analysis calls serviceable but the simulation shows late, and how many
-//! simulated times exceed a bound the analysis calls safe (both must be 0:
+//! simulated times (task and VCPU responses, flows) exceed a bound the
+//! analysis calls safe (both must be 0:
 //! the paper's bounds against the synchronous run, the safe ones against
 //! every run); and how many flows exceed the paper's Eq. 5 + 7 in the
 //! random phasings (`paper_eq7_exceeded`, deferrable pseudo-VCPUs) and the

@@ -213,6 +213,20 @@ pub fn check(p: &Pcpu, r: Replenish, vint: bool, duration: u64, phasing: Phasing
     let (mut violations, mut paper_violations) = (Vec::new(), Vec::new());
     let dsrs = unmanaged_dsr_tasks(&sys);
     if analysis.schedulable {
+        // Eq. 3 passed: every VCPU and pseudo-VCPU receives its budget
+        // within its period
+        for (k, s) in m.servers.iter().enumerate() {
+            // the VCPUs first, in order, then the pseudo-VCPUs (`to_sim`)
+            let period = sys.vcpus.get(k).map_or(u64::MAX, |v| v.period);
+            let max = s.response.as_ref().and_then(|d| d.max).unwrap_or(0);
+            let misses = s.budget_misses.unwrap_or(0);
+            if misses > 0 || max > period {
+                violations.push(format!(
+                    "VCPU {}: {misses} budget misses, response {max} (period {period})",
+                    s.name
+                ));
+            }
+        }
         for (i, t) in m.tasks.iter().enumerate() {
             let bound = task_response(&sys, i, &budgets, &dsrs).expect("schedulable");
             let got = t.response.max.unwrap_or(0);
