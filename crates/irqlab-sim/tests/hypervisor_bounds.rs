@@ -361,6 +361,49 @@ fn assert_bounds_hold(cfg: &SimConfig, c: &CpuBounds, m: &Metrics) {
     }
 }
 
+/// A random Table II system (scaled as in `vint_bounds.rs`: 2 VCPUs of
+/// 2 ms periods with `share` % budgets, 4 physical interrupts every 3-5 ms,
+/// tasks of 10-20 ms), deferrable or sporadic, with or without vINT
+/// (pseudo-VCPU budgets Eq. 1 plus `margin` us, at most half the period),
+/// from the synchronous release or a random phasing; 60 ms on one CPU.
+fn table2_system(
+    seed: u64,
+    ds: bool,
+    vint: bool,
+    synchronous: bool,
+    share: u64,
+    margin: u64,
+) -> SimConfig {
+    let params = TableII {
+        vcpus: 2,
+        phys_per_pcpu: 4,
+        vcpu_period: 2 * MS,
+        irq_interarrival: (3 * MS, 5 * MS),
+        task_period: (10 * MS, 20 * MS),
+        utilization_per_vcpu: 0.15,
+        ..TableII::default()
+    };
+    let p = params.generate(&mut Rng::new(seed));
+    let r = if ds {
+        Replenish::Deferrable
+    } else {
+        Replenish::Sporadic
+    };
+    let budgets = vec![params.vcpu_period * share / 100; p.vcpus.len()];
+    let phasing = if synchronous {
+        Phasing::Synchronous
+    } else {
+        Phasing::Random(seed)
+    };
+    let mut cfg = to_sim(&p, &budgets, r, vint, 1, 60 * MS, phasing);
+    for v in &mut cfg.virqs {
+        if let Some(q) = v.pseudo.as_mut() {
+            q.budget = (q.budget + margin * US).min(q.period / 2);
+        }
+    }
+    cfg
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
     /// Random Table II systems (scaled as in `vint_bounds.rs`), VCPU budgets
@@ -378,26 +421,10 @@ proptest! {
         share in 30..45u64,
         margin in 0..400u64,
     ) {
-        let params = TableII {
-            vcpus: 2,
-            phys_per_pcpu: 4,
-            vcpu_period: 2 * MS,
-            irq_interarrival: (3 * MS, 5 * MS),
-            task_period: (10 * MS, 20 * MS),
-            utilization_per_vcpu: 0.15,
-            ..TableII::default()
-        };
-        let p = params.generate(&mut Rng::new(seed));
-        let r = if ds { Replenish::Deferrable } else { Replenish::Sporadic };
-        let budgets = vec![params.vcpu_period * share / 100; p.vcpus.len()];
-        let phasing = if synchronous { Phasing::Synchronous } else { Phasing::Random(seed) };
-        let mut cfg = to_sim(&p, &budgets, r, vint, 1, 60 * MS, phasing);
+        let mut cfg = table2_system(seed, ds, vint, synchronous, share, margin);
         cfg.switch_overhead = overhead * US;
         for v in &mut cfg.virqs {
             v.eoi = eoi * US;
-            if let Some(q) = v.pseudo.as_mut() {
-                q.budget = (q.budget + margin * US).min(q.period / 2);
-            }
         }
         prop_assume!(cfg.check().is_ok());
         let c = one_cpu(hypervisor_bounds(&cfg).expect("bounds"));
@@ -423,20 +450,7 @@ proptest! {
         share in 30..45u64,
         margin in 0..400u64,
     ) {
-        let params = TableII {
-            vcpus: 2,
-            phys_per_pcpu: 4,
-            vcpu_period: 2 * MS,
-            irq_interarrival: (3 * MS, 5 * MS),
-            task_period: (10 * MS, 20 * MS),
-            utilization_per_vcpu: 0.15,
-            ..TableII::default()
-        };
-        let p = params.generate(&mut Rng::new(seed));
-        let r = if ds { Replenish::Deferrable } else { Replenish::Sporadic };
-        let budgets = vec![params.vcpu_period * share / 100; p.vcpus.len()];
-        let phasing = if synchronous { Phasing::Synchronous } else { Phasing::Random(seed) };
-        let mut cfg = to_sim(&p, &budgets, r, vint, 1, 60 * MS, phasing);
+        let mut cfg = table2_system(seed, ds, vint, synchronous, share, margin);
         cfg.cpus = 2;
         cfg.ipi = ipi * US;
         if split {
@@ -446,11 +460,6 @@ proptest! {
         for (i, d) in cfg.devices.iter_mut().enumerate() {
             if moved & (1 << (i % 4)) != 0 {
                 d.cpu = 1;
-            }
-        }
-        for v in &mut cfg.virqs {
-            if let Some(q) = v.pseudo.as_mut() {
-                q.budget = (q.budget + margin * US).min(q.period / 2);
             }
         }
         prop_assume!(cfg.check().is_ok());

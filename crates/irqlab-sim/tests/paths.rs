@@ -184,6 +184,25 @@ fn two_cpus_top_half_and_bottom_half_apart() {
     );
 }
 
+/// One CPU, 60 ms: server V (1 ms / 10 ms, `policy`) and task hog that
+/// needs 5 ms every 10 ms.
+fn hog(policy: &str) -> SimConfig {
+    let us = 1_000u64;
+    serde_json::from_value(json!({
+        "path": "quest",
+        "duration": 60_000 * us,
+        "servers": [
+            {"name": "V", "policy": policy, "budget": 1000 * us, "period": 10_000 * us}
+        ],
+        "tasks": [{
+            "name": "hog", "server": 0,
+            "release": {"kind": "periodic", "period": 10_000 * us},
+            "program": [{"op": "compute", "ns": 5000 * us}]
+        }]
+    }))
+    .expect("valid config")
+}
+
 /// Misses include jobs that never finish. Task "hog" (one 1 ms / 10 ms
 /// sporadic server) needs 5 ms per 10 ms job: job k (released at 10k ms)
 /// gets 1 ms per period: [0, 1), [10, 11), ... [40, 41) ms, so job 0
@@ -194,21 +213,7 @@ fn two_cpus_top_half_and_bottom_half_apart() {
 /// late yet.
 #[test]
 fn unfinished_jobs_past_their_deadline_are_misses() {
-    let us = 1_000u64;
-    let cfg: SimConfig = serde_json::from_value(json!({
-        "path": "quest",
-        "duration": 60_000 * us,
-        "servers": [
-            {"name": "V", "policy": "sporadic", "budget": 1000 * us, "period": 10_000 * us}
-        ],
-        "tasks": [{
-            "name": "hog", "server": 0,
-            "release": {"kind": "periodic", "period": 10_000 * us},
-            "program": [{"op": "compute", "ns": 5000 * us}]
-        }]
-    }))
-    .expect("valid config");
-    let (m, _) = simulate(cfg).unwrap();
+    let (m, _) = simulate(hog("sporadic")).unwrap();
     let t = &m.tasks[0];
     assert_eq!(t.released, 7);
     assert_eq!(t.completed, 1);
@@ -228,21 +233,7 @@ fn unfinished_jobs_past_their_deadline_are_misses() {
 /// no budget miss.
 #[test]
 fn deferrable_vcpu_response_per_period() {
-    let us = 1_000u64;
-    let cfg: SimConfig = serde_json::from_value(json!({
-        "path": "quest",
-        "duration": 60_000 * us,
-        "servers": [
-            {"name": "V", "policy": "deferrable", "budget": 1000 * us, "period": 10_000 * us}
-        ],
-        "tasks": [{
-            "name": "hog", "server": 0,
-            "release": {"kind": "periodic", "period": 10_000 * us},
-            "program": [{"op": "compute", "ns": 5000 * us}]
-        }]
-    }))
-    .expect("valid config");
-    let (m, _) = simulate(cfg).unwrap();
+    let (m, _) = simulate(hog("deferrable")).unwrap();
     let v = m.servers[0].response.as_ref().expect("budgeted");
     assert_eq!(
         (v.count, v.min, v.max),
