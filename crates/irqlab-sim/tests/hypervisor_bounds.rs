@@ -10,13 +10,13 @@ mod vint_common;
 
 use std::path::Path;
 
-use irqlab_analysis::gen::{Rng, TableII};
+use irqlab_analysis::gen::Rng;
 use irqlab_analysis::vint::Replenish;
 use irqlab_sim::config::InterruptPath;
 use irqlab_sim::hypervisor_bounds::{CpuBounds, HypervisorBounds};
 use irqlab_sim::{from_model, hypervisor_bounds, simulate, Metrics, SimConfig};
 use proptest::prelude::*;
-use vint_common::{to_sim, Phasing, MS, US};
+use vint_common::{scaled_table2, to_sim, Phasing, MS, US};
 
 fn lower(yaml: &str) -> SimConfig {
     let (m, _) = irqlab_model::load_str(yaml).expect("valid model");
@@ -374,15 +374,7 @@ fn table2_system(
     share: u64,
     margin: u64,
 ) -> SimConfig {
-    let params = TableII {
-        vcpus: 2,
-        phys_per_pcpu: 4,
-        vcpu_period: 2 * MS,
-        irq_interarrival: (3 * MS, 5 * MS),
-        task_period: (10 * MS, 20 * MS),
-        utilization_per_vcpu: 0.15,
-        ..TableII::default()
-    };
+    let params = scaled_table2(0.15);
     let p = params.generate(&mut Rng::new(seed));
     let r = if ds {
         Replenish::Deferrable

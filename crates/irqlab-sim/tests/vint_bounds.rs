@@ -10,29 +10,20 @@
 
 mod vint_common;
 
-use irqlab_analysis::gen::{Rng, TableII};
+use irqlab_analysis::gen::Rng;
 use irqlab_analysis::vint::{
     budget_search, flow_bound, pseudo_vcpus, task_response, unmanaged_dsr_tasks, vcpus_pass,
     Replenish,
 };
 use irqlab_sim::simulate;
 use proptest::prelude::*;
-use vint_common::{to_sim, Phasing, MS, US};
+use vint_common::{scaled_table2, to_sim, Phasing, MS, US};
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     #[test]
     fn simulation_within_vint_bounds(seed in any::<u64>(), ds in any::<bool>(), vint in any::<bool>()) {
-        // Table II scaled: 2 ms VCPU periods, 3-5 ms interrupts, 10-20 ms tasks
-        let params = TableII {
-            vcpus: 2,
-            phys_per_pcpu: 4,
-            vcpu_period: 2 * MS,
-            irq_interarrival: (3 * MS, 5 * MS),
-            task_period: (10 * MS, 20 * MS),
-            utilization_per_vcpu: 0.2,
-            ..TableII::default()
-        };
+        let params = scaled_table2(0.2);
         let mut p = params.generate(&mut Rng::new(seed));
         for v in &mut p.virt {
             v.managed = vint;

@@ -5,7 +5,7 @@
 
 #![allow(dead_code)] // each user takes what it needs
 
-use irqlab_analysis::gen::Rng;
+use irqlab_analysis::gen::{Rng, TableII};
 use irqlab_analysis::vint::{
     evaluate, flow_bound, pseudo_vcpus, task_response, unmanaged_dsr_tasks, Pcpu, Replenish,
     Verdict,
@@ -18,6 +18,22 @@ use irqlab_sim::simulate;
 
 pub const MS: u64 = 1_000_000;
 pub const US: u64 = 1_000;
+
+/// VINT Table II scaled so that a system simulates in milliseconds: two
+/// VCPUs of 2 ms periods, four physical interrupts every 3-5 ms, tasks of
+/// 10-20 ms using `utilization` of each VCPU.
+#[allow(dead_code)] // not every user of this module needs it
+pub fn scaled_table2(utilization: f64) -> TableII {
+    TableII {
+        vcpus: 2,
+        phys_per_pcpu: 4,
+        vcpu_period: 2 * MS,
+        irq_interarrival: (3 * MS, 5 * MS),
+        task_period: (10 * MS, 20 * MS),
+        utilization_per_vcpu: utilization,
+        ..TableII::default()
+    }
+}
 
 /// When the tasks' first jobs and the physical interrupts' first arrivals
 /// come.
