@@ -43,6 +43,27 @@ impl Periods {
         self.start + self.period
     }
 
+    /// Charge a slice of `used` ending at `now`. If it crossed a boundary,
+    /// the budget becomes `refill` less only what the server used after the
+    /// last boundary (`now - start` less the time others took there,
+    /// `stolen_since(start)`): charging the whole slice to the new period
+    /// would take budget it never used, charging none would give it free
+    /// time.
+    fn charge(
+        &mut self,
+        now: Nanos,
+        used: Nanos,
+        stolen_since: impl Fn(Nanos) -> Nanos,
+        refill: Nanos,
+    ) {
+        if self.roll(now) {
+            let run = (now - self.start).saturating_sub(stolen_since(self.start));
+            self.budget = refill.saturating_sub(used.min(run));
+        } else {
+            self.budget = self.budget.saturating_sub(used);
+        }
+    }
+
     /// Move `start` to the last boundary `<= now`; returns whether at least
     /// one boundary was crossed.
     fn roll(&mut self, now: Nanos) -> bool {
@@ -88,12 +109,8 @@ impl DeferrableServer {
     /// server used after the last boundary; charging the whole slice would
     /// take budget that period never used.
     pub fn charge(&mut self, now: Nanos, used: Nanos, stolen_since: impl Fn(Nanos) -> Nanos) {
-        if self.p.roll(now) {
-            let run = (now - self.p.start).saturating_sub(stolen_since(self.p.start));
-            self.p.budget = self.p.capacity_c.saturating_sub(used.min(run));
-        } else {
-            self.p.budget = self.p.budget.saturating_sub(used);
-        }
+        let c = self.p.capacity_c;
+        self.p.charge(now, used, stolen_since, c);
     }
 }
 
@@ -158,15 +175,34 @@ impl PollingServer {
     }
 }
 
-impl ServerPolicy for PollingServer {
-    fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
-        self.p.budget = self.p.budget.saturating_sub(used);
-        self.update_budget(now);
+impl PollingServer {
+    /// `end_timeslice` knowing where others' time fell in the slice (see
+    /// `DeferrableServer::charge`): a running server is active, so a
+    /// crossed boundary refills it, less what it used after the boundary.
+    pub fn charge(
+        &mut self,
+        now: Nanos,
+        used: Nanos,
+        runnable: bool,
+        stolen_since: impl Fn(Nanos) -> Nanos,
+    ) {
+        let refill = if self.active {
+            self.p.capacity_c
+        } else {
+            Nanos::ZERO
+        };
+        self.p.charge(now, used, stolen_since, refill);
         if !runnable {
             // No work left: the rest of this period's budget is lost.
             self.active = false;
             self.p.budget = Nanos::ZERO;
         }
+    }
+}
+
+impl ServerPolicy for PollingServer {
+    fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
+        self.charge(now, used, runnable, |_| Nanos::ZERO);
     }
     fn update_budget(&mut self, now: Nanos) {
         if self.p.roll(now) {
@@ -233,6 +269,38 @@ mod tests {
         d.update_budget(Nanos(35));
         assert_eq!(d.budget(), Nanos(2));
         assert_eq!(d.next_event(Nanos(35)), Some(Nanos(40)));
+    }
+
+    /// A slice across the boundary pays the new period only for its part
+    /// after it: deferrable and polling, C = 2, T = 10, running [19, 21)
+    /// with 1 unit left: 1 of the new 2 is used (charging it all to the
+    /// new period would leave 0; to the old one, 2).
+    #[test]
+    fn slice_across_boundary_is_split() {
+        let mut d =
+            DeferrableServer::new(Nanos(2), Nanos(10), ServerPriority::RateMonotonic, Nanos(0))
+                .unwrap();
+        d.update_budget(Nanos(10));
+        d.end_timeslice(Nanos(19), Nanos(1), true);
+        assert_eq!(d.budget(), Nanos(1));
+        d.end_timeslice(Nanos(21), Nanos(2), true);
+        assert_eq!(d.budget(), Nanos(1));
+        // with 1 unit of it taken by an ISR at [20, 21): nothing charged
+        let mut d2 =
+            DeferrableServer::new(Nanos(2), Nanos(10), ServerPriority::RateMonotonic, Nanos(0))
+                .unwrap();
+        d2.update_budget(Nanos(10));
+        d2.end_timeslice(Nanos(19), Nanos(1), true);
+        d2.charge(Nanos(21), Nanos(1), |from| Nanos(21 - from.as_ns().max(20)));
+        assert_eq!(d2.budget(), Nanos(2));
+        let mut p =
+            PollingServer::new(Nanos(2), Nanos(10), ServerPriority::RateMonotonic, Nanos(0))
+                .unwrap();
+        p.unblock(Nanos(10), ctx());
+        assert_eq!(p.budget(), Nanos(2));
+        p.end_timeslice(Nanos(19), Nanos(1), true);
+        p.end_timeslice(Nanos(21), Nanos(2), true);
+        assert_eq!(p.budget(), Nanos(1));
     }
 
     /// Polling: C = 2, T = 10. Work arriving at 3 (after the boundary at 0

@@ -393,13 +393,16 @@ impl Scheduler {
                 dt
             };
             let slot = &mut self.servers[cur.server];
+            // periodic servers split a slice that crossed their boundary
+            let stolen_since = |from: Nanos| {
+                stolen_at
+                    .iter()
+                    .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
+                    .fold(Nanos::ZERO, |a, x| a + x)
+            };
             match &mut slot.server {
-                Server::Deferrable(ds) => ds.charge(now, charged, |from| {
-                    stolen_at
-                        .iter()
-                        .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
-                        .fold(Nanos::ZERO, |a, x| a + x)
-                }),
+                Server::Deferrable(ds) => ds.charge(now, charged, stolen_since),
+                Server::Polling(ps) => ps.charge(now, charged, runnable, stolen_since),
                 s => s.end_timeslice(now, charged, runnable),
             }
             if let RunQueue::Rr {
