@@ -1199,6 +1199,7 @@ impl Simulation {
                 }
             }
         }
+        self.sporadic_whole(c, now);
         let cpu = &mut self.cpus[c];
         cpu.need_resched = false;
         cpu.wake_resched = false;
@@ -1279,6 +1280,31 @@ impl Simulation {
             self.cpus[c].wake_resched = true;
         }
         Ok(())
+    }
+
+    /// After a decision on CPU `c`: a backlogged sporadic server whose
+    /// every replenishment is due and that used nothing since has its whole
+    /// budget (VCPU response times, `supply`).
+    fn sporadic_whole(&mut self, c: usize, now: u64) {
+        for &g in &self.cpus[c].servers {
+            let s = &mut self.servers[g];
+            let Some(sp) = s.supply.as_mut() else {
+                continue;
+            };
+            if !sp.wants_whole() {
+                continue;
+            }
+            let Ok(Server::Sporadic(ss)) = self.cpus[c].sched.server(s.local) else {
+                continue;
+            };
+            if !ss.usage().is_zero() || ss.queued_sum() != ss.capacity_c() {
+                continue;
+            }
+            let last_due = ss.replenishments().map(|r| r.time.as_ns()).max();
+            if let Some(t) = last_due.filter(|&t| t <= now) {
+                sp.whole_since(t);
+            }
+        }
     }
 
     /// Tell the server of thread `t` whether it is backlogged now.

@@ -16,10 +16,10 @@
 //!   is simply cut by the replenishment.
 //! * Sporadic server: the budget is whole when the server becomes
 //!   backlogged after at least one period without running (every
-//!   replenishment of what it used is then due, QUEST-VCPU Alg. 3-6). Jobs
-//!   of a server that stays backlogged across its replenishments are not
-//!   sampled: which replenishments make its budget whole again depends on
-//!   the queue's history.
+//!   replenishment of what it used is then due, QUEST-VCPU Alg. 3-6), or,
+//!   for a server that stays backlogged, from the instant the last of its
+//!   pending replenishments is due with nothing used since (the machine
+//!   reads the replenishment queue after each decision: `whole_since`).
 //!
 //! Design principles: this only observes -- the core decides; the machine
 //! reports foreground execution (what is charged to the budget, VCPU
@@ -49,6 +49,7 @@ pub(crate) struct VcpuSupply {
     budget: u64,
     period: u64,
     backlogged: bool,
+    backlog_since: u64,
     job: Option<Job>,
     /// Deferrable: index of the current period, and whether the server ran
     /// in it (its budget is then no longer whole).
@@ -67,6 +68,7 @@ impl VcpuSupply {
             budget,
             period: period.max(1),
             backlogged: false,
+            backlog_since: 0,
             job: None,
             k: 0,
             ran_in_period: false,
@@ -105,6 +107,7 @@ impl VcpuSupply {
             return;
         }
         self.backlogged = backlogged;
+        self.backlog_since = now;
         if !backlogged {
             if let Some(j) = self.job.take() {
                 self.response.record(Nanos(now - j.start));
@@ -120,6 +123,29 @@ impl VcpuSupply {
                 start: now,
                 consumed: 0,
                 from_boundary: self.policy == Replenish::Deferrable && now == self.k * self.period,
+            });
+        }
+    }
+
+    /// Sporadic: would a whole budget start a job now (backlogged, none
+    /// open)? Saves the machine reading the queue otherwise.
+    pub fn wants_whole(&self) -> bool {
+        self.policy == Replenish::Sporadic && self.backlogged && self.job.is_none()
+    }
+
+    /// Sporadic: the budget has been whole since `t` (every replenishment
+    /// due, nothing used since). Starts a job at the later of `t` and the
+    /// start of the backlog, unless the server ran after that.
+    pub fn whole_since(&mut self, t: u64) {
+        if !self.wants_whole() {
+            return;
+        }
+        let start = t.max(self.backlog_since);
+        if self.last_run_end.is_none_or(|e| e <= start) {
+            self.job = Some(Job {
+                start,
+                consumed: 0,
+                from_boundary: false,
             });
         }
     }
@@ -232,5 +258,22 @@ mod tests {
         s.finish(50);
         assert_eq!(samples(&s), [4, 16]);
         assert_eq!(s.misses, 0);
+    }
+
+    /// Sporadic, always backlogged: whole again when its replenishment is
+    /// due (10), a job from there; not while one is open, nor from an
+    /// instant it ran after.
+    #[test]
+    fn sporadic_whole_again_while_backlogged() {
+        let mut s = VcpuSupply::new(Replenish::Sporadic, 3, 10, 64);
+        s.backlog(0, true);
+        s.run(0, 3); // 3
+        s.whole_since(10);
+        s.whole_since(11); // a job is open: ignored
+        s.run(12, 15); // 5
+        s.whole_since(14); // it ran until 15 after that: no job
+        s.run(15, 16);
+        s.finish(30);
+        assert_eq!(samples(&s), [3, 5]);
     }
 }

@@ -220,11 +220,11 @@ fn unfinished_jobs_past_their_deadline_are_misses() {
     assert_eq!(t.completions[0], 41_000_000);
     assert_eq!(t.unfinished_past_deadline, 4);
     assert_eq!(t.deadline_misses, 5);
-    // V's response (VINT Eq. 3's quantity): one job, from 0 (backlogged
-    // with its whole budget) to 1 ms; it stays backlogged, so its budget is
-    // never whole again at a wake-up (sporadic: not sampled).
+    // V's response (VINT Eq. 3's quantity): a job from 0 (backlogged with
+    // its whole budget) to 1 ms, then one at each replenishment (10, ...,
+    // 50 ms: the 1 ms used at t comes back at t + 10 ms), each 1 ms.
     let v = m.servers[0].response.as_ref().expect("budgeted");
-    assert_eq!((v.count, v.max), (1, Some(1_000_000)));
+    assert_eq!((v.count, v.max), (6, Some(1_000_000)));
     assert_eq!(m.servers[0].budget_misses, Some(0));
 }
 
