@@ -25,6 +25,12 @@ def test_demo_runs_and_writes_outputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "300us  ATA interrupt          IOVCPU.ata-bh       80us" in out
     # ... and its next eligibility is 300us + 80us / 10% = 1100us
     assert "e=1100us" in out
+    # the virtualized machine: every VINT bound the analysis gives holds in
+    # the simulation of the same model
+    assert "VINT bounds next to the simulation" in out
+    assert "vINT    vi         Eq. 5+2x7    170us" in out
+    hv = out[out.index("VINT bounds next to"):out.index("on real threads")]
+    assert " yes" in hv and " NO" not in hv
     # real threads: both variants of the runtime scenario ran (or the demo
     # said why it could not)
     assert "on real threads" in out
