@@ -20,6 +20,20 @@ def _fifo_or_skip(out: runtime.RunOutput) -> None:
         pytest.skip(f"SCHED_FIFO not permitted: {out.report['warnings']}")
 
 
+def _no_miss_unless_cpu_stalled(control: dict, rep: dict) -> None:
+    """The flood on its 5 % I/O VCPU never makes the control task miss. On
+    this non-PREEMPT_RT kernel something above every SCHED_FIFO thread (the
+    fair server running starved SCHED_OTHER work, the host) can still take
+    the CPU for milliseconds (docs/runtime.md); it then delays the
+    supervisor's own timer (SCHED_FIFO 99) as well, which no I/O load on our
+    threads can do. A miss is accepted only with such a stall on record."""
+    misses = control["deadline_misses"]
+    stall = max((s["timer_latency"]["max"] or 0) for s in rep["supervisors"])
+    assert misses == 0 or stall >= 2_000_000, (
+        f"control missed {misses} deadlines with the flood on its I/O VCPU, and the "
+        f"supervisor was never stalled (worst timer lateness {stall} ns)")
+
+
 def test_shipped_isolation_scenario_runs_and_accounts_for_every_item(tmp_path: Path) -> None:
     assert "isolation" in runtime.scenarios()
     code = main(["run", "isolation", "--duration", "1s", "--out", str(tmp_path)])
@@ -37,7 +51,7 @@ def test_shipped_isolation_scenario_runs_and_accounts_for_every_item(tmp_path: P
     assert events["io.sensor"]["items"] == result["sent"]["io.sensor"]
     control = next(t for t in rep["tasks"] if t["name"] == "control")
     assert control["jobs"] >= 90
-    assert control["deadline_misses"] == 0
+    _no_miss_unless_cpu_stalled(control, rep)
     # The sensor's bottom half wakes the reader once per handled event.
     reader = next(t for t in rep["tasks"] if t["name"] == "reader")
     assert 0 < reader["wake"]["count"] <= events["io.sensor"]["handled"]

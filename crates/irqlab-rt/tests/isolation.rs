@@ -96,10 +96,22 @@ fn flood_on_io_vcpu_cannot_make_control_task_miss() {
     let t = r.task("control").expect("control");
     let jobs = t.jobs.unwrap_or(0);
     assert!(jobs >= 140, "control ran {jobs} jobs in 1.5 s");
-    assert_eq!(
-        t.deadline_misses,
-        Some(0),
-        "control missed with a 5 % I/O VCPU"
+    // Something above every SCHED_FIFO thread (the fair server running
+    // starved SCHED_OTHER work, the host) can take the CPU for milliseconds
+    // on this non-PREEMPT_RT kernel; it then delays the supervisor's own
+    // timer (FIFO 99) too, which no load on our threads can do. A miss is
+    // accepted only with such a stall on record.
+    let stall = r
+        .supervisors
+        .iter()
+        .filter_map(|s| s.timer_latency.max)
+        .max()
+        .unwrap_or(0);
+    assert!(
+        t.deadline_misses == Some(0) || stall >= 2_000_000,
+        "control missed {:?} deadlines with a 5 % I/O VCPU and the supervisor was never \
+         stalled (worst timer lateness {stall} ns)",
+        t.deadline_misses
     );
     let f = r.server("flood").expect("flood");
     assert!(f.cpu_time_ns > 0, "the flood was never served");
