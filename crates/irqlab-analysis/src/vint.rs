@@ -279,20 +279,10 @@ pub fn phys_response(p: &Pcpu, i: usize, limit: u64) -> Option<u64> {
 
 /// VINT Eq. 6-7: handling time of managed virtual interrupt `j` with its
 /// pseudo-VCPU (blocking by lower-priority pseudo-VCPUs' and unmanaged ISRs
-/// of the same VCPU; every physical ISR; higher-priority pseudo-VCPUs).
+/// of the same VCPU; every physical ISR; higher-priority pseudo-VCPUs;
+/// `extra` interference, e.g. VCPU switch overhead in
+/// `irqlab_sim::hypervisor_bounds`).
 pub fn virt_response_vint(
-    p: &Pcpu,
-    j: usize,
-    pseudo: &[PseudoVcpu],
-    r: Replenish,
-    limit: u64,
-) -> Option<u64> {
-    virt_response_vint_with(p, j, pseudo, r, limit, &[])
-}
-
-/// `virt_response_vint` with `extra` interference (e.g. VCPU switch
-/// overhead, `irqlab_sim::hypervisor_bounds`).
-pub fn virt_response_vint_with(
     p: &Pcpu,
     j: usize,
     pseudo: &[PseudoVcpu],
@@ -357,19 +347,10 @@ pub fn virt_response_vint_with(
 /// paper's Eq. 5 + 7 can be exceeded (`tests/vint_serviceability.rs` in
 /// irqlab-sim has a hand-checked schedule); `serviceable` keeps the
 /// paper's test, `serviceable_safe` uses this bound.
+///
+/// `extra` is further interference in Eq. 7 (the argument holds for any
+/// `W` that bounds an instance holding a full budget).
 pub fn virt_bound_vint(
-    p: &Pcpu,
-    j: usize,
-    pseudo: &[PseudoVcpu],
-    r: Replenish,
-    limit: u64,
-) -> Option<u64> {
-    virt_bound_vint_with(p, j, pseudo, r, limit, &[])
-}
-
-/// `virt_bound_vint` with `extra` interference in Eq. 7 (the argument
-/// above holds for any `W` that bounds an instance holding a full budget).
-pub fn virt_bound_vint_with(
     p: &Pcpu,
     j: usize,
     pseudo: &[PseudoVcpu],
@@ -377,7 +358,7 @@ pub fn virt_bound_vint_with(
     limit: u64,
     extra: &[Interferer],
 ) -> Option<u64> {
-    let w = |limit| virt_response_vint_with(p, j, pseudo, r, limit, extra);
+    let w = |limit| virt_response_vint(p, j, pseudo, r, limit, extra);
     match r {
         Replenish::Sporadic => w(limit),
         Replenish::Deferrable => w(limit / 2).map(|w| 2 * w),
@@ -460,8 +441,8 @@ pub fn flow_bound(
     let wp = phys_response(p, v.phys, limit)?;
     let rest = limit - wp;
     let wv = match (v.managed, safe) {
-        (true, false) => virt_response_vint(p, j, pseudo, r, rest),
-        (true, true) => virt_bound_vint(p, j, pseudo, r, rest),
+        (true, false) => virt_response_vint(p, j, pseudo, r, rest, &[]),
+        (true, true) => virt_bound_vint(p, j, pseudo, r, rest, &[]),
         (false, _) => virt_response_base(p, j, budgets, rest),
     }?;
     Some(wp + wv)
@@ -631,7 +612,7 @@ mod tests {
         let p = small();
         let pseudo = pseudo_vcpus(&p, 1, 1);
         assert_eq!(
-            virt_response_vint(&p, 0, &pseudo, Replenish::Sporadic, MS),
+            virt_response_vint(&p, 0, &pseudo, Replenish::Sporadic, MS, &[]),
             Some(80 * US)
         );
         let budgets = [3 * MS, 3 * MS];
@@ -666,11 +647,11 @@ mod tests {
         });
         let pseudo = pseudo_vcpus(&p, 1, 1);
         assert_eq!(
-            virt_response_vint(&p, 0, &pseudo, Replenish::Sporadic, MS),
+            virt_response_vint(&p, 0, &pseudo, Replenish::Sporadic, MS, &[]),
             Some(88 * US)
         );
         assert_eq!(
-            virt_response_vint(&p, 1, &pseudo, Replenish::Sporadic, 2 * MS),
+            virt_response_vint(&p, 1, &pseudo, Replenish::Sporadic, 2 * MS, &[]),
             Some(110 * US)
         );
     }
@@ -685,9 +666,9 @@ mod tests {
         let mut p = small();
         let pseudo = pseudo_vcpus(&p, 1, 1);
         let (ds, ss) = (Replenish::Deferrable, Replenish::Sporadic);
-        assert_eq!(virt_bound_vint(&p, 0, &pseudo, ds, MS), Some(160 * US));
-        assert_eq!(virt_bound_vint(&p, 0, &pseudo, ss, MS), Some(80 * US));
-        assert_eq!(virt_bound_vint(&p, 0, &pseudo, ds, 159 * US), None);
+        assert_eq!(virt_bound_vint(&p, 0, &pseudo, ds, MS, &[]), Some(160 * US));
+        assert_eq!(virt_bound_vint(&p, 0, &pseudo, ss, MS, &[]), Some(80 * US));
+        assert_eq!(virt_bound_vint(&p, 0, &pseudo, ds, 159 * US, &[]), None);
         let b = [3 * MS, 3 * MS];
         assert_eq!(flow_bound(&p, 0, &b, &pseudo, ds, true), Some(170 * US));
         assert_eq!(flow_bound(&p, 0, &b, &pseudo, ds, false), Some(90 * US));

@@ -381,7 +381,6 @@ impl Scheduler {
         // Lines 1-2: charge the elapsed time to the current VCPU (less what
         // was taken from it, see `exclude`).
         let dt = (now - self.t_prev) - core::mem::take(&mut self.stolen);
-        let stolen_at = core::mem::take(&mut self.stolen_at);
         let prev = self.current.take();
         if let Some(cur) = prev {
             let runnable = self.servers[cur.server].runq.len() > 0;
@@ -395,7 +394,7 @@ impl Scheduler {
             let slot = &mut self.servers[cur.server];
             // periodic servers split a slice that crossed their boundary
             let stolen_since = |from: Nanos| {
-                stolen_at
+                self.stolen_at
                     .iter()
                     .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
                     .fold(Nanos::ZERO, |a, x| a + x)
@@ -421,7 +420,8 @@ impl Scheduler {
             }
             self.place(cur.server, now);
         }
-        // Replenishments due by now (Alg. 1 line 3, update-budget).
+        self.stolen_at.clear(); // a new slice starts (the buffer is kept)
+                                // Replenishments due by now (Alg. 1 line 3, update-budget).
         while let Some(&(t, id)) = self.timers.first() {
             if t > now {
                 break;

@@ -779,14 +779,12 @@ fn cpu_bounds(
                             irqlab_core::Nanos(me.period)
                         ));
                     } else {
-                        let bound =
-                            vint::virt_bound_vint_with(&pcpu, j, &pseudo, r, rest, &switching);
+                        let bound = vint::virt_bound_vint(&pcpu, j, &pseudo, r, rest, &switching);
                         row.bound = bound.map(|w| wp + w);
                         if r == Replenish::Deferrable {
-                            row.paper_bound = vint::virt_response_vint_with(
-                                &pcpu, j, &pseudo, r, rest, &switching,
-                            )
-                            .map(|w| wp + w);
+                            row.paper_bound =
+                                vint::virt_response_vint(&pcpu, j, &pseudo, r, rest, &switching)
+                                    .map(|w| wp + w);
                         }
                         if row.bound.is_none() {
                             row.note =
