@@ -264,6 +264,9 @@ struct Cpu {
     sched: Scheduler,
     /// Global server index of each local server id.
     servers: Vec<usize>,
+    /// Sporadic servers waiting for a whole budget to start a VCPU job
+    /// (`sporadic_whole` looks at these only, not at every server).
+    whole_watch: Vec<usize>,
     /// Global thread index of each local (core) thread id.
     threads: Vec<usize>,
     running: Option<(usize, bool)>,
@@ -310,6 +313,8 @@ struct ServerInfo {
     ops_seen: u64,
     /// VCPU response times (deferrable and sporadic servers).
     supply: Option<VcpuSupply>,
+    /// In its CPU's `whole_watch`.
+    whole_watched: bool,
 }
 
 impl ServerInfo {
@@ -334,6 +339,7 @@ impl ServerInfo {
             queue_samples: 0,
             ops_seen: 0,
             supply,
+            whole_watched: false,
         }
     }
 }
@@ -497,6 +503,7 @@ impl Simulation {
             .map(|_| Cpu {
                 sched: Scheduler::new(),
                 servers: Vec::new(),
+                whole_watch: Vec::new(),
                 threads: Vec::new(),
                 running: None,
                 next_update: None,
@@ -1047,6 +1054,10 @@ impl Simulation {
                     add_windows(&mut s.windows, self.cfg.window, now - dt, now);
                     if let Some(sp) = s.supply.as_mut() {
                         sp.run(now - dt, now);
+                        if sp.wants_whole() && !s.whole_watched {
+                            s.whole_watched = true;
+                            cpu.whole_watch.push(th.server);
+                        }
                     }
                 }
             }
@@ -1286,25 +1297,24 @@ impl Simulation {
     /// every replenishment is due and that used nothing since has its whole
     /// budget (VCPU response times, `supply`).
     fn sporadic_whole(&mut self, c: usize, now: u64) {
-        for &g in &self.cpus[c].servers {
-            let s = &mut self.servers[g];
+        let cpu = &mut self.cpus[c];
+        let servers = &mut self.servers;
+        cpu.whole_watch.retain(|&g| {
+            let s = &mut servers[g];
             let Some(sp) = s.supply.as_mut() else {
-                continue;
+                return false;
             };
-            if !sp.wants_whole() {
-                continue;
+            if let Ok(Server::Sporadic(ss)) = cpu.sched.server(s.local) {
+                if ss.usage().is_zero() && ss.queued_sum() == ss.capacity_c() {
+                    let last_due = ss.replenishments().map(|r| r.time.as_ns()).max();
+                    if let Some(t) = last_due.filter(|&t| t <= now) {
+                        sp.whole_since(t);
+                    }
+                }
             }
-            let Ok(Server::Sporadic(ss)) = self.cpus[c].sched.server(s.local) else {
-                continue;
-            };
-            if !ss.usage().is_zero() || ss.queued_sum() != ss.capacity_c() {
-                continue;
-            }
-            let last_due = ss.replenishments().map(|r| r.time.as_ns()).max();
-            if let Some(t) = last_due.filter(|&t| t <= now) {
-                sp.whole_since(t);
-            }
-        }
+            s.whole_watched = sp.wants_whole();
+            s.whole_watched
+        });
     }
 
     /// Tell the server of thread `t` whether it is backlogged now.
@@ -1314,9 +1324,15 @@ impl Simulation {
         if s.supply.is_none() {
             return;
         }
-        let backlogged = self.cpus[s.cpu].sched.is_runnable(s.local).unwrap_or(false);
-        if let Some(sp) = self.servers[g].supply.as_mut() {
+        let c = s.cpu;
+        let backlogged = self.cpus[c].sched.is_runnable(s.local).unwrap_or(false);
+        let s = &mut self.servers[g];
+        if let Some(sp) = s.supply.as_mut() {
             sp.backlog(self.now, backlogged);
+            if sp.wants_whole() && !s.whole_watched {
+                s.whole_watched = true;
+                self.cpus[c].whole_watch.push(g);
+            }
         }
     }
 
