@@ -7,13 +7,20 @@
 //! the same metrics bit for bit. Bad configuration is an error naming the
 //! field, the value and the rule.
 
+mod collect;
 pub mod config;
+mod cpu;
+mod devices;
+mod engine;
 pub mod error;
 pub mod hypervisor_bounds;
 pub mod lower;
 pub mod machine;
 pub mod metrics;
+mod paths;
+mod program;
 mod supply;
+mod thread;
 pub mod trace;
 
 pub use config::SimConfig;

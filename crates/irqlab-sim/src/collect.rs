@@ -1,0 +1,299 @@
+//! What a simulation measures, apart from the mechanics: per-server,
+//! per-task and per-CPU statistics kept while the machine runs, and the
+//! `Metrics` built from them at the end (DESIGN.md §5).
+//!
+//! Design principles:
+//! * The mechanics call in at a few points (time charged to a server, a
+//!   job done, a decision taken); everything derived is computed once, at
+//!   the end.
+//! * Integers while counting; floats only in the final statistics.
+
+use irqlab_core::{LatencyRecorder, Server, ServerId};
+
+use crate::config::{InterruptPath, PolicyCfg};
+use crate::machine::Simulation;
+use crate::metrics::{
+    CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics, VirqMetrics,
+};
+use crate::paths::hypervisor::CDF_BOUNDS;
+use crate::supply::{Replenish, VcpuSupply};
+
+pub(crate) struct ServerInfo {
+    pub(crate) name: String,
+    pub(crate) cpu: usize,
+    pub(crate) local: ServerId,
+    pub(crate) period: Option<u64>,
+    pub(crate) busy: u64,
+    pub(crate) background: u64,
+    pub(crate) windows: Vec<u64>,
+    pub(crate) queue_max: usize,
+    pub(crate) queue_sum: u64,
+    pub(crate) queue_samples: u64,
+    /// Replenishment-queue operations seen so far (sporadic servers).
+    pub(crate) ops_seen: u64,
+    /// VCPU response times (deferrable and sporadic servers).
+    pub(crate) supply: Option<VcpuSupply>,
+    /// In its CPU's `whole_watch`.
+    pub(crate) whole_watched: bool,
+}
+
+impl ServerInfo {
+    pub(crate) fn new(
+        name: String,
+        cpu: usize,
+        local: ServerId,
+        period: Option<u64>,
+        nwin: usize,
+        supply: Option<VcpuSupply>,
+    ) -> ServerInfo {
+        ServerInfo {
+            name,
+            cpu,
+            local,
+            period,
+            busy: 0,
+            background: 0,
+            windows: vec![0; nwin],
+            queue_max: 0,
+            queue_sum: 0,
+            queue_samples: 0,
+            ops_seen: 0,
+            supply,
+            whole_watched: false,
+        }
+    }
+}
+
+/// The response-time observer of a budgeted server, if it has a budget.
+pub(crate) fn supply_of(p: &PolicyCfg) -> Option<VcpuSupply> {
+    match *p {
+        PolicyCfg::Deferrable { budget, period } => {
+            Some(VcpuSupply::new(Replenish::Deferrable, budget, period, 0))
+        }
+        PolicyCfg::Sporadic { budget, period, .. } => {
+            Some(VcpuSupply::new(Replenish::Sporadic, budget, period, 0))
+        }
+        _ => None,
+    }
+}
+
+pub(crate) struct TaskInfo {
+    pub(crate) thread: usize,
+    pub(crate) released: u64,
+    pub(crate) completed: u64,
+    pub(crate) misses: u64,
+    pub(crate) response: LatencyRecorder,
+    pub(crate) completions: Vec<u64>,
+}
+
+pub(crate) fn window_len(k: usize, w: u64, dur: u64) -> u64 {
+    let start = k as u64 * w;
+    (start + w).min(dur) - start
+}
+
+pub(crate) fn window_fractions(v: &[u64], w: u64, dur: u64) -> Vec<f64> {
+    v.iter()
+        .enumerate()
+        .map(|(k, &b)| b as f64 / window_len(k, w, dur) as f64)
+        .collect()
+}
+
+/// Add the interval `[a, b)` to per-window totals of width `w`.
+pub(crate) fn add_windows(win: &mut [u64], w: u64, a: u64, b: u64) {
+    let mut t = a;
+    while t < b {
+        let k = (t / w) as usize;
+        let end = ((k as u64 + 1) * w).min(b);
+        if let Some(x) = win.get_mut(k) {
+            *x += end - t;
+        }
+        t = end;
+    }
+}
+
+impl Simulation {
+    /// After a decision on CPU `c`: a backlogged sporadic server whose
+    /// every replenishment is due and that used nothing since has its whole
+    /// budget (VCPU response times, `supply`).
+    pub(crate) fn sporadic_whole(&mut self, c: usize, now: u64) {
+        let cpu = &mut self.cpus[c];
+        let servers = &mut self.servers;
+        cpu.whole_watch.retain(|&g| {
+            let s = &mut servers[g];
+            let Some(sp) = s.supply.as_mut() else {
+                return false;
+            };
+            if let Ok(Server::Sporadic(ss)) = cpu.sched.server(s.local) {
+                if ss.usage().is_zero() && ss.queued_sum() == ss.capacity_c() {
+                    let last_due = ss.replenishments().map(|r| r.time.as_ns()).max();
+                    if let Some(t) = last_due.filter(|&t| t <= now) {
+                        sp.whole_since(t);
+                    }
+                }
+            }
+            s.whole_watched = sp.wants_whole();
+            s.whole_watched
+        });
+    }
+
+    /// Tell the server of thread `t` whether it is backlogged now.
+    pub(crate) fn note_backlog(&mut self, t: usize) {
+        let g = self.threads[t].server;
+        let s = &self.servers[g];
+        if s.supply.is_none() {
+            return;
+        }
+        let c = s.cpu;
+        let backlogged = self.cpus[c].sched.is_runnable(s.local).unwrap_or(false);
+        let s = &mut self.servers[g];
+        if let Some(sp) = s.supply.as_mut() {
+            sp.backlog(self.now, backlogged);
+            if sp.wants_whole() && !s.whole_watched {
+                s.whole_watched = true;
+                self.cpus[c].whole_watch.push(g);
+            }
+        }
+    }
+
+    pub(crate) fn finish(self) -> (Metrics, serde_json::Value) {
+        let dur = self.cfg.duration;
+        let w = self.cfg.window;
+        let cpus = self
+            .cpus
+            .iter()
+            .map(|c| {
+                let st = c.sched.stats();
+                let ops = c.sched.replenishment_ops();
+                let o = &self.cfg.overhead;
+                let per_call = o.schedule_ns + o.scan_ns_per_server * c.servers.len() as f64;
+                let cost = st.schedule_calls as f64 * per_call + ops as f64 * o.repl_op_ns;
+                CpuMetrics {
+                    schedule_calls: st.schedule_calls,
+                    wakeups: st.wakeups,
+                    server_switches: st.server_switches,
+                    replenishment_ops: ops,
+                    isr_ns: c.metrics.isr_ns,
+                    softirq_ns: c.metrics.softirq_ns,
+                    idle_ns: c.metrics.idle_ns,
+                    vcpu_switches: c.metrics.vcpu_switches,
+                    switch_ns: c.metrics.switch_ns,
+                    overhead_percent: 100.0 * cost / dur as f64,
+                    overhead_windows: c
+                        .calls_windows
+                        .iter()
+                        .zip(&c.ops_windows)
+                        .enumerate()
+                        .map(|(k, (&n, &ops))| {
+                            100.0 * (n as f64 * per_call + ops as f64 * o.repl_op_ns)
+                                / window_len(k, w, dur) as f64
+                        })
+                        .collect(),
+                }
+            })
+            .collect();
+        let servers = self
+            .servers
+            .iter()
+            .map(|s| {
+                let kind = self.cpus[s.cpu]
+                    .sched
+                    .server(s.local)
+                    .map(|x| x.kind())
+                    .unwrap_or("?");
+                ServerMetrics {
+                    name: s.name.clone(),
+                    cpu: s.cpu,
+                    kind: kind.to_owned(),
+                    busy_ns: s.busy,
+                    background_ns: s.background,
+                    share: s.busy as f64 / dur as f64,
+                    share_windows: window_fractions(&s.windows, w, dur),
+                    max_queue: s.queue_max,
+                    mean_queue: if s.queue_samples > 0 {
+                        s.queue_sum as f64 / s.queue_samples as f64
+                    } else {
+                        0.0
+                    },
+                    response: s.supply.as_ref().map(|x| Dist::from_recorder(&x.response)),
+                    budget_misses: s.supply.as_ref().map(|x| x.misses),
+                }
+            })
+            .collect();
+        let tasks = self
+            .tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let unfinished = self.unfinished_past_deadline(i);
+                TaskMetrics {
+                    name: self.cfg.tasks[i].name.clone(),
+                    released: t.released,
+                    completed: t.completed,
+                    deadline_misses: t.misses + unfinished,
+                    unfinished_past_deadline: unfinished,
+                    response: Dist::from_recorder(&t.response),
+                    completions: t.completions.clone(),
+                }
+            })
+            .collect();
+        let devices = self
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| DeviceMetrics {
+                name: self.cfg.devices[i].name.clone(),
+                interrupts: d.interrupts,
+                handled: d.handled,
+                dropped: d.dropped,
+                bytes: d.bytes,
+                throughput_bps: d.bytes as f64 / (dur as f64 / 1e9),
+                throughput_windows: d
+                    .bytes_windows
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &b)| b as f64 / (window_len(k, w, dur) as f64 / 1e9))
+                    .collect(),
+                latency: Dist::from_recorder(&d.latency),
+                handling: Dist::from_recorder(&d.handling),
+            })
+            .collect();
+        let path = match self.cfg.path {
+            InterruptPath::Quest => "quest",
+            InterruptPath::QuestNoIovcpu => "quest-no-iovcpu",
+            InterruptPath::Linux => "linux",
+            InterruptPath::Hypervisor => "hypervisor",
+        };
+        let virqs = self
+            .virqs
+            .iter()
+            .enumerate()
+            .map(|(i, v)| VirqMetrics {
+                name: self.cfg.virqs[i].name.clone(),
+                arrivals: v.arrivals,
+                injected: v.injected,
+                delayed_injections: v.delayed,
+                handled: v.handled,
+                serviceable: v.serviceable,
+                handling: Dist::from_recorder(&v.handling),
+                handled_within: CDF_BOUNDS
+                    .iter()
+                    .copied()
+                    .zip(v.within.iter().copied())
+                    .collect(),
+            })
+            .collect();
+        let m = Metrics {
+            duration_ns: dur,
+            seed: self.cfg.seed,
+            path: path.to_owned(),
+            window_ns: w,
+            events: self.processed,
+            cpus,
+            servers,
+            tasks,
+            devices,
+            virqs,
+        };
+        (m, self.trace.to_json())
+    }
+}

@@ -1,0 +1,390 @@
+//! CPUs: what runs on each (idle, a thread, an interrupt top half, the
+//! softirq context), how elapsed time is charged, and how the core's
+//! decision is carried out.
+//!
+//! Design principles:
+//! * One context at a time per CPU. Top halves own the CPU until done and
+//!   nest by priority (a higher-priority top half preempts a lower one,
+//!   VINT §III); then the softirq context (`linux` path); then the thread
+//!   the core dispatched.
+//! * Time is charged lazily: `advance` charges everything since the CPU's
+//!   last update to what ran, at every event that touches the CPU. Who pays
+//!   for a top half is the interrupt path's rule (`paths::top_half_charge`).
+//! * `kick` re-evaluates a CPU and arms exactly one pending check, at the
+//!   earlier of the core's `next_update` and the running context's end.
+
+use std::collections::VecDeque;
+
+use irqlab_core::{Nanos, Scheduler, Server, ServerPolicy};
+
+use crate::collect::add_windows;
+use crate::engine::EvKind;
+use crate::error::SimError;
+use crate::machine::{core_err, Simulation, MAX_STEPS};
+use crate::metrics::CpuMetrics;
+use crate::paths::linux::Softirq;
+use crate::thread::BhJob;
+
+/// Where a top half comes from (for names in traces).
+#[derive(Copy, Clone, Debug)]
+pub(crate) enum IsrSource {
+    Device(usize),
+    /// Controller and interrupter (MSI vector `msi_base + interrupter`).
+    Xhci(usize, usize),
+    /// The IPI delivering virtual interrupt `virq` (physical arrival time).
+    Ipi(usize, u64),
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Isr {
+    pub(crate) source: IsrSource,
+    pub(crate) remaining: u64,
+    pub(crate) started: u64,
+    pub(crate) jobs: Vec<BhJob>,
+    /// Higher preempts lower (nested interrupts).
+    pub(crate) priority: u32,
+}
+
+pub(crate) struct Cpu {
+    pub(crate) sched: Scheduler,
+    /// Global server index of each local server id.
+    pub(crate) servers: Vec<usize>,
+    /// Sporadic servers waiting for a whole budget to start a VCPU job
+    /// (`sporadic_whole` looks at these only, not at every server).
+    pub(crate) whole_watch: Vec<usize>,
+    /// Global thread index of each local (core) thread id.
+    pub(crate) threads: Vec<usize>,
+    pub(crate) running: Option<(usize, bool)>,
+    pub(crate) next_update: Option<u64>,
+    pub(crate) need_resched: bool,
+    /// A woken thread should preempt (Linux `need_resched()`, which ends
+    /// softirq restarts).
+    pub(crate) wake_resched: bool,
+    pub(crate) last: u64,
+    pub(crate) epoch: u64,
+    /// Time of the pending check of the current epoch.
+    pub(crate) armed: Option<u64>,
+    pub(crate) isrs: VecDeque<Isr>,
+    pub(crate) softirq: Softirq,
+    /// The ksoftirqd thread (`linux` path).
+    pub(crate) ksoftirqd: Option<usize>,
+    /// Start of the current run segment (for the trace).
+    pub(crate) seg_start: u64,
+    /// VCPU switch overhead model (`switch_overhead`): the execution
+    /// context (`Simulation::ctx_of`) that ran last, when the CPU left it
+    /// for idle (`None` while it runs), and the overhead still to spend
+    /// before the dispatched thread progresses.
+    pub(crate) ctx: Option<usize>,
+    pub(crate) ctx_left: Option<u64>,
+    pub(crate) switch_left: u64,
+    /// Per window: schedule calls and replenishment-queue operations.
+    pub(crate) calls_windows: Vec<u64>,
+    pub(crate) ops_windows: Vec<u64>,
+    pub(crate) metrics: CpuMetrics,
+}
+
+impl Cpu {
+    pub(crate) fn new(nwin: usize) -> Cpu {
+        Cpu {
+            sched: Scheduler::new(),
+            servers: Vec::new(),
+            whole_watch: Vec::new(),
+            threads: Vec::new(),
+            running: None,
+            next_update: None,
+            need_resched: true,
+            wake_resched: false,
+            last: 0,
+            epoch: 0,
+            armed: None,
+            isrs: VecDeque::new(),
+            softirq: Softirq::default(),
+            ksoftirqd: None,
+            seg_start: 0,
+            ctx: None,
+            ctx_left: None,
+            switch_left: 0,
+            calls_windows: vec![0; nwin],
+            ops_windows: vec![0; nwin],
+            metrics: CpuMetrics::default(),
+        }
+    }
+}
+
+impl Simulation {
+    /// Charge the time since the CPU's last update to what ran.
+    pub(crate) fn advance(&mut self, c: usize) {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        let dt = now - cpu.last;
+        cpu.last = now;
+        if dt == 0 {
+            return;
+        }
+        if let Some(isr) = cpu.isrs.front_mut() {
+            isr.remaining = isr.remaining.saturating_sub(dt);
+            cpu.metrics.isr_ns += dt;
+            if self.cfg.path.hypervisor_pays_top_halves() {
+                cpu.sched.exclude_until(Nanos(now), Nanos(dt));
+            }
+            return;
+        }
+        if let Some((_, rem)) = cpu.softirq.current.as_mut() {
+            *rem = rem.saturating_sub(dt);
+            cpu.metrics.softirq_ns += dt;
+            return;
+        }
+        match cpu.running {
+            Some((t, background)) => {
+                // a VCPU switch in progress: the VCPU's time, no guest
+                // progress
+                let sw = cpu.switch_left.min(dt);
+                if sw > 0 {
+                    cpu.switch_left -= sw;
+                    cpu.metrics.switch_ns += sw;
+                    let th = &self.threads[t];
+                    self.trace
+                        .switch(c, &self.servers[th.server].name, now - dt, now - dt + sw);
+                }
+                let th = &mut self.threads[t];
+                th.remaining = th.remaining.saturating_sub(dt - sw);
+                let s = &mut self.servers[th.server];
+                if background {
+                    s.background += dt;
+                } else {
+                    s.busy += dt;
+                    add_windows(&mut s.windows, self.cfg.window, now - dt, now);
+                    if let Some(sp) = s.supply.as_mut() {
+                        sp.run(now - dt, now);
+                        if sp.wants_whole() && !s.whole_watched {
+                            s.whole_watched = true;
+                            cpu.whole_watch.push(th.server);
+                        }
+                    }
+                }
+            }
+            None => cpu.metrics.idle_ns += dt,
+        }
+    }
+
+    pub(crate) fn close_segment(&mut self, c: usize) {
+        let now = self.now;
+        let start = self.cpus[c].seg_start;
+        if let Some((t, bg)) = self.cpus[c].running {
+            if now > start && self.cpus[c].isrs.is_empty() {
+                let th = &self.threads[t];
+                let s = &self.servers[th.server];
+                self.trace
+                    .run(c, th.server, &s.name, &th.name, start, now, bg);
+            }
+        }
+        self.cpus[c].seg_start = now;
+    }
+
+    pub(crate) fn touch(&mut self, c: usize) {
+        self.advance(c);
+        self.dirty[c] = true;
+    }
+
+    /// Re-evaluate dirty CPUs until nothing changes at this instant.
+    pub(crate) fn settle(&mut self) -> Result<(), SimError> {
+        let mut guard = 0u32;
+        while let Some(c) = self.dirty.iter().position(|&d| d) {
+            self.dirty[c] = false;
+            self.kick(c)?;
+            guard += 1;
+            if guard > MAX_STEPS {
+                return Err(SimError::Config {
+                    path: "tasks".into(),
+                    value: format!("t = {} ns", self.now),
+                    rule: "the system makes no progress at one instant (a program loop that neither computes nor blocks)".into(),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn kick(&mut self, c: usize) -> Result<(), SimError> {
+        let now = self.now;
+        self.advance(c);
+        // Top halves first: they own the CPU until done.
+        while let Some(isr) = self.cpus[c].isrs.front() {
+            if isr.remaining > 0 {
+                let t = now + isr.remaining;
+                self.arm(c, t);
+                return Ok(());
+            }
+            let Some(isr) = self.cpus[c].isrs.pop_front() else {
+                break;
+            };
+            self.trace_isr(c, &isr);
+            self.cpus[c].seg_start = now;
+            self.top_half_done(c, isr)?;
+            self.cpus[c].need_resched = true;
+        }
+        // Then the softirq (linux path): it runs in interrupt context too.
+        if self.softirq_step(c)? {
+            return Ok(());
+        }
+        // The running thread finished its step?
+        if let Some((t, _)) = self.cpus[c].running {
+            if self.threads[t].remaining == 0 {
+                self.step_done(t)?;
+            }
+        }
+        let cpu = &self.cpus[c];
+        if cpu.need_resched || cpu.next_update.is_some_and(|u| u <= now) {
+            self.dispatch(c)?;
+        }
+        let mut t = self.cpus[c].next_update.unwrap_or(u64::MAX);
+        if let Some((th, _)) = self.cpus[c].running {
+            let left = self.cpus[c].switch_left;
+            t = t.min(
+                now.saturating_add(left)
+                    .saturating_add(self.threads[th].remaining),
+            );
+        }
+        if t != u64::MAX {
+            self.arm(c, t);
+        } else {
+            self.cpus[c].epoch += 1;
+            self.cpus[c].armed = None;
+        }
+        Ok(())
+    }
+
+    /// Draw a finished top half in the trace.
+    fn trace_isr(&mut self, c: usize, isr: &Isr) {
+        if !self.trace.enabled() {
+            return;
+        }
+        let name = match isr.source {
+            IsrSource::Device(d) => self.cfg.devices[d].name.clone(),
+            IsrSource::Xhci(x, it) => {
+                let xc = &self.cfg.xhci[x];
+                format!("{} MSI {}", xc.name, xc.msi_base as usize + it)
+            }
+            IsrSource::Ipi(v, _) => format!("IPI {}", self.cfg.virqs[v].name),
+        };
+        let flow = isr.jobs.first().map_or(0, |j| j.flow);
+        self.trace.isr(c, &name, isr.started, self.now, flow);
+    }
+
+    pub(crate) fn arm(&mut self, c: usize, t: u64) {
+        if self.cpus[c].armed == Some(t) {
+            // The pending check for this epoch already fires at `t`.
+            return;
+        }
+        self.cpus[c].armed = Some(t);
+        self.cpus[c].epoch += 1;
+        let epoch = self.cpus[c].epoch;
+        self.post(t, EvKind::CpuCheck { cpu: c, epoch });
+    }
+
+    pub(crate) fn dispatch(&mut self, c: usize) -> Result<(), SimError> {
+        let now = self.now;
+        self.close_segment(c);
+        let prev = self.cpus[c].running.map(|(t, _)| self.threads[t].server);
+        let win = (now / self.cfg.window) as usize;
+        if let Some(w) = self.cpus[c].calls_windows.get_mut(win) {
+            *w += 1;
+        }
+        let d = self.cpus[c]
+            .sched
+            .schedule(Nanos(now))
+            .map_err(core_err(|| format!("cpu {c}")))?;
+        if let Some(g) = prev {
+            // replenishment-queue occupancy after the previous server's
+            // end_timeslice
+            if let Ok(Server::Sporadic(ss)) = self.cpus[c].sched.server(self.servers[g].local) {
+                let s = &mut self.servers[g];
+                let n = ss.queue_len();
+                s.queue_max = s.queue_max.max(n);
+                s.queue_sum += n as u64;
+                s.queue_samples += 1;
+                let delta = ss.ops - s.ops_seen;
+                s.ops_seen = ss.ops;
+                if let Some(w) = self.cpus[c].ops_windows.get_mut(win) {
+                    *w += delta;
+                }
+            }
+        }
+        self.sporadic_whole(c, now);
+        let cpu = &mut self.cpus[c];
+        cpu.need_resched = false;
+        cpu.wake_resched = false;
+        cpu.next_update = d.next_update.map(|x| x.as_ns());
+        cpu.running = match (d.server, d.thread) {
+            (Some(s), Some(t)) => {
+                let g = cpu.servers[s.0];
+                let th = *cpu.threads.get(t.0).ok_or_else(|| SimError::Config {
+                    path: format!("cpu {c}"),
+                    value: format!("{t:?}"),
+                    rule: "dispatched thread unknown to the machine".into(),
+                })?;
+                if self.trace.enabled() {
+                    let budget = cpu
+                        .sched
+                        .server(s)
+                        .ok()
+                        .map(|x| x.budget().as_ns())
+                        .filter(|&b| b != u64::MAX);
+                    self.trace.budget(c, &self.servers[g].name, now, budget);
+                    if let Some(f) = self.wake_flow[th].take() {
+                        self.trace.flow_step(c, now, f, "bh->task", true);
+                    }
+                }
+                Some((th, d.background))
+            }
+            _ => None,
+        };
+        self.switch_context(c);
+        Ok(())
+    }
+
+    /// VCPU switch overhead (`SimConfig::switch_overhead`): after a
+    /// dispatch, a context other than the one that ran last, or the same
+    /// one after the CPU idled for a while, starts a switch; the same
+    /// context continuing (another of its threads, its pseudo-VCPU, a
+    /// zero-length idle) keeps what is left of a switch in progress.
+    pub(crate) fn switch_context(&mut self, c: usize) {
+        let now = self.now;
+        let new = self.cpus[c]
+            .running
+            .map(|(t, _)| self.ctx_of[self.threads[t].server]);
+        let o = self.cfg.switch_overhead;
+        let cpu = &mut self.cpus[c];
+        match new {
+            Some(x) => {
+                let resumed = cpu.ctx == Some(x) && cpu.ctx_left.is_none_or(|t| t == now);
+                if !resumed {
+                    cpu.metrics.vcpu_switches += 1;
+                    cpu.switch_left = o;
+                }
+                cpu.ctx = Some(x);
+                cpu.ctx_left = None;
+            }
+            None => {
+                if cpu.ctx_left.is_none() {
+                    cpu.ctx_left = Some(now);
+                }
+            }
+        }
+    }
+
+    /// A top half arrives on CPU `c`: it runs before every ISR of lower
+    /// priority (preempting the running one), after those of equal or
+    /// higher priority (nested interrupts, VINT §III).
+    pub(crate) fn push_isr(&mut self, c: usize, isr: Isr) {
+        self.touch(c);
+        if self.cpus[c].isrs.is_empty() {
+            self.close_segment(c);
+        }
+        let q = &mut self.cpus[c].isrs;
+        let pos = q
+            .iter()
+            .position(|x| x.priority < isr.priority)
+            .unwrap_or(q.len());
+        q.insert(pos, isr);
+    }
+}

@@ -1,0 +1,320 @@
+//! Task programs in the spirit of rt-app phases: releases (periodic or
+//! once), compute steps, blocking I/O on a device, sleeps, rebinding an fd
+//! to another I/O class (`usb_set_iovcpu`), and loops; jobs and their
+//! response times and deadline misses.
+//!
+//! Design principles:
+//! * A program is flattened once into a list of operations with a program
+//!   counter; control steps (loops, binds) take no time, so a program is
+//!   stepped until it computes or blocks, with a guard against a loop that
+//!   does neither.
+//! * A release while the previous job is unfinished is queued (backlog),
+//!   as a periodic thread's would be; a job still unfinished past its
+//!   deadline at the end of the run is a miss too.
+
+use std::collections::VecDeque;
+
+use irqlab_core::{LatencyRecorder, Nanos};
+
+use crate::collect::TaskInfo;
+use crate::config::{DeviceKind, Phase, Release};
+use crate::engine::EvKind;
+use crate::error::SimError;
+use crate::machine::{core_err, Simulation, MAX_STEPS};
+use crate::thread::{Kind, Thread};
+
+/// Completion times kept per task (`TaskMetrics::completions`).
+const MAX_COMPLETIONS: usize = 10_000;
+
+#[derive(Clone, Debug)]
+pub(crate) enum Op {
+    Compute(u64),
+    Io(usize),
+    Sleep(u64),
+    Bind { device: usize, class: usize },
+    LoopStart { count: Option<u64> },
+    LoopEnd { start: usize },
+}
+
+pub(crate) fn flatten(phases: &[Phase], out: &mut Vec<Op>) {
+    for p in phases {
+        match p {
+            Phase::Compute { ns } => out.push(Op::Compute(*ns)),
+            Phase::Io { device } => out.push(Op::Io(*device)),
+            Phase::Sleep { ns } => out.push(Op::Sleep(*ns)),
+            Phase::Bind { device, class } => out.push(Op::Bind {
+                device: *device,
+                class: *class,
+            }),
+            Phase::Loop { count, body } => {
+                let start = out.len();
+                out.push(Op::LoopStart { count: *count });
+                flatten(body, out);
+                out.push(Op::LoopEnd { start });
+            }
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct TaskState {
+    pub(crate) task: usize,
+    pub(crate) ops: Vec<Op>,
+    pub(crate) pc: usize,
+    pub(crate) loops: Vec<Option<u64>>,
+    /// Release time of the current job.
+    pub(crate) job: Option<u64>,
+    pub(crate) backlog: VecDeque<u64>,
+    /// Device the task is blocked on, and when it asked.
+    pub(crate) waiting_io: Option<(usize, u64)>,
+    /// An I/O returning: record its latency when this compute ends.
+    pub(crate) returning: Option<(usize, u64)>,
+}
+
+impl Simulation {
+    /// One thread per task, in its Main VCPU.
+    pub(crate) fn add_tasks(&mut self) -> Result<(), SimError> {
+        for i in 0..self.cfg.tasks.len() {
+            let t = &self.cfg.tasks[i];
+            let cpu = self.cfg.servers[t.server].cpu;
+            let core = self.cpus[cpu]
+                .sched
+                .add_thread(t.name.clone(), self.servers[t.server].local, t.priority)
+                .map_err(core_err(|| format!("tasks[{i}]")))?;
+            let thread = self.threads.len();
+            self.cpus[cpu].threads.push(thread);
+            let mut ops = Vec::new();
+            flatten(&t.program, &mut ops);
+            self.tasks.push(TaskInfo {
+                thread,
+                released: 0,
+                completed: 0,
+                misses: 0,
+                response: LatencyRecorder::new(0, None),
+                completions: Vec::new(),
+            });
+            self.threads.push(Thread {
+                name: t.name.clone(),
+                cpu,
+                server: t.server,
+                core,
+                remaining: 0,
+                active: false,
+                kind: Kind::Task(TaskState {
+                    task: i,
+                    ops,
+                    pc: 0,
+                    loops: Vec::new(),
+                    job: None,
+                    backlog: VecDeque::new(),
+                    waiting_io: None,
+                    returning: None,
+                }),
+            });
+        }
+        Ok(())
+    }
+
+    /// Execute program steps until the next compute step or a block.
+    /// Precondition: the thread is a task.
+    pub(crate) fn run_program(&mut self, t: usize) -> Result<(), SimError> {
+        let now = self.now;
+        let mut steps = 0u32;
+        loop {
+            steps += 1;
+            if steps > MAX_STEPS {
+                return Err(SimError::Config {
+                    path: format!("tasks ({})", self.threads[t].name),
+                    value: format!("t = {now} ns"),
+                    rule: "the program makes no progress (a loop that neither computes nor blocks)"
+                        .into(),
+                });
+            }
+            let Kind::Task(ts) = &mut self.threads[t].kind else {
+                return Ok(());
+            };
+            if ts.pc >= ts.ops.len() {
+                // job complete
+                let task = ts.task;
+                if let Some(rel) = ts.job.take() {
+                    self.job_done(task, rel);
+                }
+                let Kind::Task(ts) = &mut self.threads[t].kind else {
+                    return Ok(());
+                };
+                ts.pc = 0;
+                ts.loops.clear();
+                if let Some(r) = ts.backlog.pop_front() {
+                    ts.job = Some(r);
+                    continue;
+                }
+                return self.park(t);
+            }
+            let op = ts.ops[ts.pc].clone();
+            match op {
+                Op::Compute(ns) => {
+                    ts.pc += 1;
+                    self.threads[t].remaining = ns;
+                    return self.ensure_active(t);
+                }
+                Op::Sleep(ns) => {
+                    ts.pc += 1;
+                    self.post(now + ns, EvKind::Wake { thread: t });
+                    return self.park(t);
+                }
+                Op::LoopStart { count } => {
+                    ts.loops.push(count);
+                    ts.pc += 1;
+                }
+                Op::LoopEnd { start } => {
+                    let again = match ts.loops.last_mut() {
+                        Some(Some(n)) => {
+                            *n -= 1;
+                            *n > 0
+                        }
+                        Some(None) => true,
+                        None => false,
+                    };
+                    if again {
+                        ts.pc = start + 1;
+                    } else {
+                        ts.loops.pop();
+                        ts.pc += 1;
+                    }
+                }
+                Op::Bind { device, class } => {
+                    ts.pc += 1;
+                    self.devices[device].class_now = class;
+                }
+                Op::Io(dev) => {
+                    ts.pc += 1;
+                    ts.waiting_io = Some((dev, now));
+                    self.devices[dev].last_reader = Some(t);
+                    if let DeviceKind::Usb { echo_of, .. } = self.cfg.devices[dev].kind {
+                        if echo_of.is_some() && self.devices[dev].echo_credit == 0 {
+                            // an echo read waits for data written to the OUT endpoint
+                            self.devices[dev].echo_waiters.push_back((t, now));
+                        } else {
+                            if echo_of.is_some() {
+                                self.devices[dev].echo_credit -= 1;
+                            }
+                            self.usb_submit(dev, t, now);
+                        }
+                        return self.park(t);
+                    }
+                    let disk = matches!(self.cfg.devices[dev].kind, DeviceKind::Disk { .. });
+                    if disk {
+                        self.devices[dev].disk_queue.push_back((t, now));
+                        self.start_disk(dev);
+                        return self.park(t);
+                    }
+                    if self.devices[dev].buffer.pop_front().is_some() {
+                        // data already there: the read returns after
+                        // Omega_Main
+                        if self.io_return(t)? {
+                            return Ok(());
+                        }
+                        continue;
+                    }
+                    self.devices[dev].waiters.push_back(t);
+                    return self.park(t);
+                }
+            }
+        }
+    }
+
+    /// The task's pending I/O returns now: it spends Omega_Main (returns
+    /// true: a compute step was set) or records the latency at once.
+    pub(crate) fn io_return(&mut self, t: usize) -> Result<bool, SimError> {
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(false);
+        };
+        let Some((dev, since)) = ts.waiting_io.take() else {
+            return Ok(false);
+        };
+        let omega = self.cfg.devices[dev].omega_main;
+        if omega > 0 {
+            ts.returning = Some((dev, since));
+            self.threads[t].remaining = omega;
+            self.ensure_active(t)?;
+            Ok(true)
+        } else {
+            self.devices[dev].latency.record(Nanos(self.now - since));
+            Ok(false)
+        }
+    }
+
+    /// A blocked task resumes (sleep end, I/O completion).
+    pub(crate) fn resume_task(&mut self, t: usize) -> Result<(), SimError> {
+        if self.threads[t].active {
+            return Ok(());
+        }
+        if self.io_return(t)? {
+            return Ok(());
+        }
+        self.run_program(t)
+    }
+
+    pub(crate) fn release(&mut self, task: usize) -> Result<(), SimError> {
+        let now = self.now;
+        let t = self.tasks[task].thread;
+        self.tasks[task].released += 1;
+        if let Release::Periodic { period, jobs, .. } = self.cfg.tasks[task].release {
+            if jobs.is_none_or(|j| self.tasks[task].released < j) {
+                self.post(now + period, EvKind::Release { task });
+            }
+        }
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(());
+        };
+        if ts.job.is_some() {
+            ts.backlog.push_back(now);
+            return Ok(());
+        }
+        ts.job = Some(now);
+        ts.pc = 0;
+        ts.loops.clear();
+        self.run_program(t)
+    }
+
+    pub(crate) fn job_done(&mut self, task: usize, release: u64) {
+        let now = self.now;
+        let deadline = match self.cfg.tasks[task].release {
+            Release::Periodic {
+                period, deadline, ..
+            } => Some(deadline.unwrap_or(period)),
+            Release::Once { .. } => None,
+        };
+        let info = &mut self.tasks[task];
+        info.completed += 1;
+        info.response.record(Nanos(now - release));
+        if deadline.is_some_and(|d| now > release + d) {
+            info.misses += 1;
+        }
+        if info.completions.len() < MAX_COMPLETIONS {
+            info.completions.push(now);
+        }
+    }
+
+    /// Jobs of `task` released but unfinished at the end of the run whose
+    /// deadline had passed (the current job and the backlog): misses that
+    /// `job_done` never sees, e.g. of a task starved from its first release.
+    pub(crate) fn unfinished_past_deadline(&self, task: usize) -> u64 {
+        let Release::Periodic {
+            period, deadline, ..
+        } = self.cfg.tasks[task].release
+        else {
+            return 0;
+        };
+        let d = deadline.unwrap_or(period);
+        let Kind::Task(ts) = &self.threads[self.tasks[task].thread].kind else {
+            return 0;
+        };
+        let end = self.cfg.duration;
+        ts.job
+            .iter()
+            .chain(ts.backlog.iter())
+            .filter(|&&rel| end > rel + d)
+            .count() as u64
+    }
+}
