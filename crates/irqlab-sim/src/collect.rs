@@ -155,7 +155,7 @@ impl Simulation {
         }
     }
 
-    pub(crate) fn finish(self) -> (Metrics, serde_json::Value) {
+    pub(crate) fn collect_metrics(self) -> (Metrics, serde_json::Value) {
         let dur = self.cfg.duration;
         let w = self.cfg.window;
         let cpus = self
@@ -288,6 +288,7 @@ impl Simulation {
             path: path.to_owned(),
             window_ns: w,
             events: self.processed,
+            partial: self.partial,
             cpus,
             servers,
             tasks,
@@ -295,5 +296,19 @@ impl Simulation {
             virqs,
         };
         (m, self.trace.to_json())
+    }
+
+    /// Keep the first `n` metric windows (a run stopped early).
+    pub(crate) fn truncate_windows(&mut self, n: usize) {
+        for c in &mut self.cpus {
+            c.calls_windows.truncate(n);
+            c.ops_windows.truncate(n);
+        }
+        for s in &mut self.servers {
+            s.windows.truncate(n);
+        }
+        for d in &mut self.devices {
+            d.bytes_windows.truncate(n);
+        }
     }
 }

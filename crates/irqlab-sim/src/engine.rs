@@ -73,8 +73,11 @@ impl Events {
         }));
     }
 
-    /// The earliest event, if any.
-    pub(crate) fn pop(&mut self) -> Option<Ev> {
+    /// The earliest event if it is due at or before `until`.
+    pub(crate) fn pop_until(&mut self, until: u64) -> Option<Ev> {
+        if self.heap.peek()?.0.time > until {
+            return None;
+        }
         self.heap.pop().map(|Reverse(e)| e)
     }
 }

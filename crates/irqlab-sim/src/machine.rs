@@ -72,6 +72,8 @@ pub struct Simulation {
     pub(crate) processed: u64,
     /// Number of metric windows (`duration / window`, rounded up).
     pub(crate) nwin: usize,
+    /// Stopped before the configured duration (`finish` early).
+    pub(crate) partial: bool,
 }
 
 /// Wrap a core error with context built only when there is an error.
@@ -177,6 +179,7 @@ impl Simulation {
             flow: 0,
             processed: 0,
             nwin,
+            partial: false,
         };
         sim.add_servers()?;
         sim.add_tasks()?;
@@ -237,18 +240,44 @@ impl Simulation {
         self.events.post(time, kind);
     }
 
-    /// Run to the configured duration and return the metrics.
+    /// Run to the configured duration and return the metrics and the
+    /// Perfetto trace.
     pub fn run(mut self) -> Result<(Metrics, serde_json::Value), SimError> {
-        let end = self.cfg.duration;
-        while let Some(ev) = self.events.pop() {
-            if ev.time > end {
-                break;
-            }
+        self.run_until(self.cfg.duration)?;
+        self.finish()
+    }
+
+    /// Process every event up to `until` (at most the configured
+    /// duration). Calling it in slices gives exactly the run of one call:
+    /// a caller can show progress or stop between slices.
+    pub fn run_until(&mut self, until: u64) -> Result<(), SimError> {
+        let until = until.min(self.cfg.duration);
+        while let Some(ev) = self.events.pop_until(until) {
             self.now = ev.time;
             self.processed += 1;
             self.handle(ev.kind)?;
             self.settle()?;
         }
+        self.now = self.now.max(until);
+        Ok(())
+    }
+
+    /// Simulated time reached so far (ns).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+
+    /// End the run at the time reached and return the metrics and the
+    /// trace. Before the configured duration the metrics are marked
+    /// `partial` and cover `[0, now)`: `duration_ns` is the time reached.
+    pub fn finish(mut self) -> Result<(Metrics, serde_json::Value), SimError> {
+        let end = self.now;
+        if end < self.cfg.duration {
+            self.partial = true;
+            self.cfg.duration = end.max(1);
+            self.truncate_windows(end.max(1).div_ceil(self.cfg.window) as usize);
+        }
+        let end = self.cfg.duration;
         self.now = end;
         for c in 0..self.cpus.len() {
             self.advance(c);
@@ -259,7 +288,7 @@ impl Simulation {
                 sp.finish(end);
             }
         }
-        Ok(self.finish())
+        Ok(self.collect_metrics())
     }
 
     /// Dispatch one event to the module it concerns.

@@ -147,6 +147,10 @@ pub struct Metrics {
     pub path: String,
     pub window_ns: u64,
     pub events: u64,
+    /// The run was stopped before its configured duration (`duration_ns`
+    /// is then the time reached); absent from the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
     pub cpus: Vec<CpuMetrics>,
     pub servers: Vec<ServerMetrics>,
     pub tasks: Vec<TaskMetrics>,

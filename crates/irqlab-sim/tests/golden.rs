@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use irqlab_sim::{simulate, SimConfig};
+use irqlab_sim::{simulate, SimConfig, Simulation};
 
 fn golden_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
@@ -23,10 +23,23 @@ fn metrics_equal_the_golden_files() {
     configs.sort();
     assert!(configs.len() >= 50, "only {} golden systems", configs.len());
     let mut differ = Vec::new();
-    for path in &configs {
+    for (i, path) in configs.iter().enumerate() {
         let text = std::fs::read_to_string(path).expect("readable config");
         let cfg: SimConfig = serde_json::from_str(&text).expect("valid config");
-        let (metrics, _) = simulate(cfg).expect("the golden system simulates");
+        // every other system in slices (`run_until`): the same run exactly
+        let sliced = i % 2 == 1;
+        let metrics = if sliced {
+            let slices = 7;
+            let end = cfg.duration;
+            let mut sim = Simulation::new(cfg).expect("the golden system builds");
+            for k in 1..=slices {
+                sim.run_until(end / slices * k).expect("slice runs");
+            }
+            sim.run_until(end).expect("last slice runs");
+            sim.finish().expect("finishes").0
+        } else {
+            simulate(cfg).expect("the golden system simulates").0
+        };
         let got = serde_json::to_string(&metrics).expect("serialisable metrics");
         let want_path = PathBuf::from(
             path.to_string_lossy()
@@ -43,4 +56,25 @@ fn metrics_equal_the_golden_files() {
         differ.len(),
         configs.len()
     );
+}
+
+/// A run stopped early: metrics marked partial, covering the time reached.
+#[test]
+fn finishing_early_gives_partial_metrics() {
+    let path = golden_dir().join("scenario-usb-priority-inversion-000.config.json");
+    let text = std::fs::read_to_string(path).expect("readable config");
+    let cfg: SimConfig = serde_json::from_str(&text).expect("valid config");
+    let (end, window) = (cfg.duration, cfg.window);
+    let mut sim = Simulation::new(cfg).expect("builds");
+    let half = end / 2 + 1;
+    sim.run_until(half).expect("runs");
+    assert_eq!(sim.now(), half);
+    let (m, _) = sim.finish().expect("finishes");
+    assert!(m.partial);
+    assert_eq!(m.duration_ns, half);
+    let nwin = half.div_ceil(window) as usize;
+    assert_eq!(m.servers[0].share_windows.len(), nwin);
+    assert!(m.servers.iter().all(|s| s.share <= 1.0));
+    let json = serde_json::to_string(&m).expect("serialisable");
+    assert!(json.contains("\"partial\":true"));
 }
