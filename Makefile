@@ -55,7 +55,7 @@ lint:
 	$(VENV)/bin/ruff check $(wildcard python tests bench hdl examples)
 
 test-rust:
-	$(CARGO) test --workspace --exclude irqlab-py -q
+	$(CARGO) test --workspace --exclude irqlab-py --release -q
 
 test-python:
 	$(PY) -m pytest -q

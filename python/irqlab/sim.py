@@ -48,16 +48,19 @@ def simulate(config: dict[str, Any]) -> SimResult:
 def write_outputs(
     result: SimResult, out_dir: Path, *, title: str = "irqlab simulation"
 ) -> list[Path]:
-    """Write ``metrics.json``, ``trace.json`` (open in ui.perfetto.dev) and
+    """Write ``metrics.json``, ``trace.json`` when tracing was on (open in
+    ui.perfetto.dev) and
     PNG plots (CPU share per server; I/O latency per device) into
     ``out_dir``; returns the paths. JSON is written with sorted keys so the
     same run gives byte-identical files."""
     from irqlab import plots
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    files = [out_dir / "metrics.json", out_dir / "trace.json"]
+    files = [out_dir / "metrics.json"]
     files[0].write_text(json.dumps(result.metrics, indent=1, sort_keys=True) + "\n")
-    files[1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
+    if result.trace.get("traceEvents"):  # tracing was on
+        files.append(out_dir / "trace.json")
+        files[1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
     m = result.metrics
     shares = {s["name"]: {"CPU share %": 100.0 * s["share"]} for s in m["servers"]}
     if shares:

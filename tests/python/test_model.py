@@ -97,7 +97,33 @@ def test_simulate_is_deterministic(tmp_path: Path, capsys: pytest.CaptureFixture
     m = json.loads(a)
     assert m["seed"] == 9 and m["tasks"][0]["completed"] == 20
     out = capsys.readouterr().out
-    assert "metrics.json" in out and "trace.json" in out
+    assert "metrics.json" in out and "trace.json" not in out, "no trace file without --trace"
+    assert not (tmp_path / "a" / "trace.json").exists()
+
+
+def test_trace_limit_from_cli_and_yaml(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, GOOD)
+    assert main(["simulate", str(path), "--out", str(tmp_path / "a"), "--trace",
+                 "--trace-max-events", "40"]) == 0
+    err = capsys.readouterr().err
+    assert "trace reached its limit of 40 events" in err
+    m = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert m["trace_truncated"] is True
+    t = json.loads((tmp_path / "a" / "trace.json").read_text())
+    assert t["otherData"] == {"truncated": True, "max_events": 40}
+    limited = GOOD.replace("simulation: {", "simulation: {trace: true, trace_max_events: 30, ")
+    assert "trace_max_events: 30" in limited
+    assert main(["simulate", str(write(tmp_path, limited)), "--out", str(tmp_path / "b")]) == 0
+    t = json.loads((tmp_path / "b" / "trace.json").read_text())
+    assert t["otherData"]["max_events"] == 30
+    assert "limit of 30 events" in capsys.readouterr().err
+    path = write(tmp_path, GOOD)
+    assert main(["simulate", str(path), "--out", str(tmp_path / "c"), "--trace"]) == 0
+    assert "warning" not in capsys.readouterr().err
+    bad = GOOD.replace("simulation: {", "simulation: {trace_max_events: 0, ")
+    assert main(["check", str(write(tmp_path, bad))]) == 2
+    err = capsys.readouterr().err
+    assert "simulation.trace_max_events: 0: must be between 1 and 2000000" in err
 
 
 def test_duration_override(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -103,6 +103,10 @@ pub struct Simulation {
     pub trace: bool,
     #[serde(default)]
     pub trace_until: Option<Duration>,
+    /// Trace events recorded at most (default 200,000); past it the trace
+    /// is cut and the run says so.
+    #[serde(default)]
+    pub trace_max_events: Option<u64>,
 }
 
 fn default_duration() -> Duration {
@@ -117,6 +121,7 @@ impl Default for Simulation {
             window: default_duration(),
             trace: false,
             trace_until: None,
+            trace_max_events: None,
         }
     }
 }

@@ -126,6 +126,10 @@ fn util_of(budget: Nanos, period: Nanos) -> Option<Utilization> {
 }
 
 /// Check every rule of the model.
+/// Upper limit of `simulation.trace_max_events`: the trace is built in
+/// memory (a few KB per event), so more would not fit a typical machine.
+pub const MAX_TRACE_EVENTS: u64 = 2_000_000;
+
 pub fn validate(m: &Model) -> Report {
     let mut r = Report::default();
     let cpus = m.machine.cpus;
@@ -194,6 +198,15 @@ pub fn validate(m: &Model) -> Report {
     }
     if m.simulation.duration.0.is_zero() {
         r.err("simulation.duration", "0", "must be positive");
+    }
+    if let Some(n) = m.simulation.trace_max_events {
+        if !(1..=MAX_TRACE_EVENTS).contains(&n) {
+            r.err(
+                "simulation.trace_max_events",
+                &n.to_string(),
+                &format!("must be between 1 and {MAX_TRACE_EVENTS}"),
+            );
+        }
     }
     if m.simulation.window.0.is_zero() {
         r.err("simulation.window", "0", "must be positive");

@@ -289,6 +289,7 @@ impl Simulation {
             window_ns: w,
             events: self.processed,
             partial: self.partial,
+            trace_truncated: self.trace.truncated,
             cpus,
             servers,
             tasks,

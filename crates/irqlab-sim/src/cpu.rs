@@ -39,7 +39,11 @@ pub(crate) enum IsrSource {
 pub(crate) struct Isr {
     pub(crate) source: IsrSource,
     pub(crate) remaining: u64,
+    /// Arrival time of the interrupt.
     pub(crate) started: u64,
+    /// When it started to run (it waits behind top halves of equal or
+    /// higher priority); the trace draws it from there.
+    pub(crate) ran_from: Option<u64>,
     pub(crate) jobs: Vec<BhJob>,
     /// Higher preempts lower (nested interrupts).
     pub(crate) priority: u32,
@@ -218,6 +222,9 @@ impl Simulation {
                 break;
             };
             self.trace_isr(c, &isr);
+            if let Some(next) = self.cpus[c].isrs.front_mut() {
+                next.ran_from.get_or_insert(now);
+            }
             self.cpus[c].seg_start = now;
             self.top_half_done(c, isr)?;
             self.cpus[c].need_resched = true;
@@ -266,8 +273,12 @@ impl Simulation {
             }
             IsrSource::Ipi(v, _) => format!("IPI {}", self.cfg.virqs[v].name),
         };
-        let flow = isr.jobs.first().map_or(0, |j| j.flow);
-        self.trace.isr(c, &name, isr.started, self.now, flow);
+        let from = isr.ran_from.unwrap_or(isr.started);
+        self.trace
+            .irq_slice(c, "isr", &format!("irq {name}"), from, self.now);
+        for j in &isr.jobs {
+            self.trace.flow_begin(j.flow, c, from, "irq->bh");
+        }
     }
 
     pub(crate) fn arm(&mut self, c: usize, t: u64) {
@@ -331,7 +342,7 @@ impl Simulation {
                         .filter(|&b| b != u64::MAX);
                     self.trace.budget(c, &self.servers[g].name, now, budget);
                     if let Some(f) = self.wake_flow[th].take() {
-                        self.trace.flow_step(c, now, f, "bh->task", true);
+                        self.trace.flow_end(f, c, now);
                     }
                 }
                 Some((th, d.background))
@@ -375,7 +386,7 @@ impl Simulation {
     /// A top half arrives on CPU `c`: it runs before every ISR of lower
     /// priority (preempting the running one), after those of equal or
     /// higher priority (nested interrupts, VINT §III).
-    pub(crate) fn push_isr(&mut self, c: usize, isr: Isr) {
+    pub(crate) fn push_isr(&mut self, c: usize, mut isr: Isr) {
         self.touch(c);
         if self.cpus[c].isrs.is_empty() {
             self.close_segment(c);
@@ -385,6 +396,10 @@ impl Simulation {
             .iter()
             .position(|x| x.priority < isr.priority)
             .unwrap_or(q.len());
+        if pos == 0 {
+            // runs now, nested in the one it preempts (if any)
+            isr.ran_from = Some(self.now);
+        }
         q.insert(pos, isr);
     }
 }

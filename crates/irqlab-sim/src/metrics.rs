@@ -151,6 +151,10 @@ pub struct Metrics {
     /// is then the time reached); absent from the JSON when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
+    /// The trace reached its event limit (`trace.max_events`) and stopped
+    /// recording; absent from the JSON when false.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub trace_truncated: bool,
     pub cpus: Vec<CpuMetrics>,
     pub servers: Vec<ServerMetrics>,
     pub tasks: Vec<TaskMetrics>,

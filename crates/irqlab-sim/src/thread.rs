@@ -192,7 +192,15 @@ impl Simulation {
         let (work, flow) = (job.work, job.flow);
         *current = Some(job);
         let cpu = self.threads[t].cpu;
-        self.trace.flow_step(cpu, self.now, flow, "irq->bh", true);
+        if self.trace.enabled() {
+            // the arrow ends where the job starts to run: now if its
+            // thread is running, else at the thread's next dispatch
+            if self.cpus[cpu].running.is_some_and(|(r, _)| r == t) {
+                self.trace.flow_end(flow, cpu, self.now);
+            } else {
+                self.wake_flow[t] = Some(flow);
+            }
+        }
         self.threads[t].remaining = work.max(1);
         Ok(())
     }

@@ -8,6 +8,7 @@ prints a short summary. The same model and seed give byte-identical
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from irqlab.model import load, parse_duration
@@ -21,6 +22,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="override simulation.seed")
     p.add_argument("--duration", default=None, help="override simulation.duration, e.g. 2s")
     p.add_argument("--trace", action="store_true", help="record a Perfetto trace")
+    p.add_argument("--trace-max-events", type=int, default=None, metavar="N",
+                   help="trace events recorded at most (default: the model's "
+                        "simulation.trace_max_events, else 200000); past it the "
+                        "trace is cut and a warning says so")
     p.set_defaults(func=run)
 
 
@@ -38,7 +43,15 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--duration: {e}") from None
     if args.trace:
         cfg["trace"] = {**cfg.get("trace", {}), "enabled": True}
+    if args.trace_max_events is not None:
+        if args.trace_max_events < 1:
+            raise ValueError(f"--trace-max-events: {args.trace_max_events} must be positive")
+        cfg["trace"] = {**cfg.get("trace", {}), "max_events": args.trace_max_events}
     result = simulate(cfg)
+    if result.metrics.get("trace_truncated"):
+        limit = result.trace.get("otherData", {}).get("max_events")
+        print(f"warning: the trace reached its limit of {limit} events and was cut; "
+              "raise --trace-max-events or simulation.trace_max_events", file=sys.stderr)
     files = write_outputs(result, args.out, title=args.model.stem)
     met = result.metrics
     print(f"simulated {met['duration_ns'] / 1e9:g} s ({met['events']} events, seed {met['seed']})")

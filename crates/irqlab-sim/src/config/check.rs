@@ -112,6 +112,14 @@ impl SimConfig {
         if self.duration == 0 {
             return Err(bad("duration".into(), 0, "must be positive"));
         }
+        let max = irqlab_model::validate::MAX_TRACE_EVENTS;
+        if self.trace.max_events == 0 || self.trace.max_events as u64 > max {
+            return Err(bad(
+                "trace.max_events".into(),
+                self.trace.max_events,
+                &format!("must be between 1 and {max}"),
+            ));
+        }
         if !matches!(
             self.linux.ksoftirqd,
             PolicyCfg::Unbounded | PolicyCfg::Cbs { .. }

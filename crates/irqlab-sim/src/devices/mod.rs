@@ -210,6 +210,7 @@ impl Simulation {
                 source: IsrSource::Device(d),
                 remaining: top,
                 started: now,
+                ran_from: None,
                 jobs,
                 priority,
             },
@@ -248,7 +249,7 @@ impl Simulation {
                 // an arrow from the end of the bottom half to the woken
                 // task's next dispatch
                 if self.trace.enabled() {
-                    self.trace.flow_start(cpu, now, job.flow + 1, "bh->task");
+                    self.trace.flow_begin(job.flow + 1, cpu, now, "bh->task");
                     self.wake_flow[thread] = Some(job.flow + 1);
                 }
                 self.resume_task(thread)?;

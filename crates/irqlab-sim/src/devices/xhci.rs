@@ -206,6 +206,7 @@ impl Simulation {
                 source: IsrSource::Xhci(x, it),
                 remaining,
                 started: now,
+                ran_from: None,
                 jobs,
                 priority: 0,
             },

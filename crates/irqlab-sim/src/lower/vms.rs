@@ -339,7 +339,9 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
         trace: TraceCfg {
             enabled: s.trace,
             until: s.trace_until.map(|d| d.0.as_ns()),
-            ..TraceCfg::default()
+            max_events: s
+                .trace_max_events
+                .map_or(TraceCfg::default().max_events, |n| n as usize),
         },
         overhead: Default::default(),
     })

@@ -169,12 +169,13 @@ impl Simulation {
                         source: IsrSource::Ipi(v, arrival),
                         remaining: self.cfg.ipi,
                         started: self.now,
+                        ran_from: None,
                         jobs: Vec::new(),
                         priority,
                     },
                 );
             } else {
-                self.inject(v, arrival)?;
+                self.inject(v, arrival, Some(c))?;
             }
         }
         Ok(())
@@ -182,8 +183,14 @@ impl Simulation {
 
     /// Inject virtual interrupt `v` (physical arrival `arrival`): with vINT
     /// only while its counter is above zero, else the injection waits for a
-    /// credit (VINT §V-B).
-    pub(crate) fn inject(&mut self, v: usize, arrival: u64) -> Result<(), SimError> {
+    /// credit (VINT §V-B). `from`: the CPU whose top half (the physical
+    /// ISR or the IPI) injects it now, where its trace arrow starts.
+    pub(crate) fn inject(
+        &mut self,
+        v: usize,
+        arrival: u64,
+        from: Option<usize>,
+    ) -> Result<(), SimError> {
         let managed = self.cfg.virqs[v].pseudo.clone();
         if let Some(p) = managed {
             let st = &mut self.virqs[v];
@@ -207,6 +214,10 @@ impl Simulation {
             }
         }
         self.virqs[v].injected += 1;
+        self.flow += 2;
+        if let Some(c) = from {
+            self.trace.flow_begin(self.flow, c, self.now, "virq");
+        }
         let cfg = &self.cfg.virqs[v];
         let job = BhJob {
             device: cfg.phys,
@@ -214,7 +225,7 @@ impl Simulation {
             arrival,
             period: None,
             deliver: Deliver::VirqIsr(v),
-            flow: 0,
+            flow: self.flow,
             target: Some(self.virqs[v].isr_thread),
         };
         let t = self.virqs[v].isr_thread;
@@ -236,7 +247,7 @@ impl Simulation {
             let Some(arrival) = self.virqs[v].pending.pop_front() else {
                 break;
             };
-            self.inject(v, arrival)?;
+            self.inject(v, arrival, None)?;
         }
         Ok(())
     }
@@ -247,9 +258,13 @@ impl Simulation {
     pub(crate) fn virq_stage_done(&mut self, v: usize, job: BhJob) -> Result<(), SimError> {
         if let Deliver::VirqIsr(_) = job.deliver {
             let t = self.virqs[v].dsr_thread;
+            let cpu = self.threads[t].cpu;
+            self.trace
+                .flow_begin(job.flow + 1, cpu, self.now, "isr->dsr");
             let dsr = BhJob {
                 work: self.cfg.virqs[v].dsr,
                 deliver: Deliver::VirqDsr(v),
+                flow: job.flow + 1,
                 target: Some(t),
                 ..job
             };

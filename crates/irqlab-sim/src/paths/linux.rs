@@ -31,6 +31,8 @@ pub(crate) struct Softirq {
     pub(crate) restarts: u32,
     pub(crate) batch: VecDeque<BhJob>,
     pub(crate) current: Option<(BhJob, u64)>,
+    /// When the current bottom half started (for the trace).
+    pub(crate) current_from: u64,
     pub(crate) pending: VecDeque<BhJob>,
 }
 
@@ -117,6 +119,12 @@ impl Simulation {
                     return Ok(true);
                 }
                 if let Some((job, _)) = self.cpus[c].softirq.current.take() {
+                    if self.trace.enabled() {
+                        let from = self.cpus[c].softirq.current_from;
+                        let name = format!("softirq {}", self.cfg.devices[job.device].name);
+                        self.trace.irq_slice(c, "softirq", &name, from, now);
+                    }
+                    self.cpus[c].seg_start = now;
                     self.deliver(c, job)?;
                 }
                 continue;
@@ -126,9 +134,12 @@ impl Simulation {
                 return Ok(false);
             }
             if let Some(job) = sq.batch.pop_front() {
-                let w = job.work;
+                let (w, flow) = (job.work, job.flow);
                 sq.current = Some((job, w));
-                self.cpus[c].seg_start = now;
+                sq.current_from = now;
+                // the interrupted thread's slice ends here
+                self.close_segment(c);
+                self.trace.flow_end(flow, c, now);
                 continue;
             }
             if sq.pending.is_empty() {

@@ -164,7 +164,7 @@ impl Simulation {
             IsrSource::Device(d) if self.cfg.path == InterruptPath::Hypervisor => {
                 self.virqs_after_isr(c, d, isr.started)?
             }
-            IsrSource::Ipi(v, arrival) => self.inject(v, arrival)?,
+            IsrSource::Ipi(v, arrival) => self.inject(v, arrival, Some(c))?,
             _ => {}
         }
         self.cpus[c].need_resched = true;
