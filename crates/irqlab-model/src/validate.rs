@@ -203,7 +203,7 @@ pub fn validate(m: &Model) -> Report {
         if !(1..=MAX_TRACE_EVENTS).contains(&n) {
             r.err(
                 "simulation.trace_max_events",
-                &n.to_string(),
+                n,
                 &format!("must be between 1 and {MAX_TRACE_EVENTS}"),
             );
         }
