@@ -204,7 +204,7 @@ pub fn validate(m: &Model) -> Report {
             r.err(
                 "simulation.trace_max_events",
                 n,
-                &format!("must be between 1 and {MAX_TRACE_EVENTS}"),
+                format!("must be between 1 and {MAX_TRACE_EVENTS}"),
             );
         }
     }
