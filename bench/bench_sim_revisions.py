@@ -1,0 +1,106 @@
+"""Simulator speed of this checkout next to another revision, in one run.
+
+Builds a small runner (``bench/sim_runner``) against irqlab-sim at two
+revisions -- ``IRQLAB_BENCH_BASE`` (default: the commit before the simulator
+was split by concern) and the working tree -- and times the same systems in
+alternating rounds: a 10-task rate-monotonic set (20 s simulated, as in
+``bench_sim.py``) and shipped scenarios from the golden set. Prints one JSON
+line per system: CPU time of the ``simulate`` call, min/median/max over the
+rounds for each revision, and the ratio of medians (head / base; below 1 is
+faster). Both revisions must process the same number of events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from irqlab.tasksets import MS, random_rm_taskset, rm_config
+
+ROOT = Path(__file__).resolve().parent.parent
+BASE = os.environ.get("IRQLAB_BENCH_BASE", "bc77f7a")
+ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "5"))
+GOLDEN = ROOT / "crates/irqlab-sim/tests/golden"
+SYSTEMS = [
+    "scenario-usb-priority-inversion-000",
+    "scenario-usb-mode-change-000",
+    "scenario-vint-case-000",
+    "exp-quest-pibs-vs-ss-000",
+]
+
+
+def build(src: Path, work: Path, tag: str) -> Path:
+    """Build the runner against ``src/crates/irqlab-sim``; returns the binary."""
+    crate = work / f"runner-{tag}"
+    (crate / "src").mkdir(parents=True, exist_ok=True)
+    (crate / "src/main.rs").write_text((ROOT / "bench/sim_runner/main.rs").read_text())
+    (crate / "Cargo.toml").write_text(f"""[package]
+name = "sim-runner"
+version = "0.0.0"
+edition = "2021"
+
+[dependencies]
+irqlab-sim = {{ path = "{src / 'crates/irqlab-sim'}" }}
+serde_json = "1"
+libc = "0.2"
+
+[profile.release]
+debug = 1
+
+[workspace]
+""")
+    target = work / f"target-{tag}"
+    subprocess.run(["cargo", "build", "--release", "-q", "--manifest-path",
+                    str(crate / "Cargo.toml"), "--target-dir", str(target)], check=True)
+    return target / "release/sim-runner"
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="irqlab-bench-"))
+    base_src = work / "base"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
+                    str(base_src), BASE], check=True)
+    try:
+        bins = {"base": build(base_src, work, "base"), "head": build(ROOT, work, "head")}
+        tasks = random_rm_taskset(random.Random(2026), 10, min_period_ms=10, max_period_ms=100)
+        rm = work / "rm10.config.json"
+        rm.write_text(json.dumps(rm_config(tasks, 20_000 * MS)))
+        files = [rm] + [GOLDEN / f"{s}.config.json" for s in SYSTEMS]
+        times: dict[str, dict[str, list[int]]] = {str(f): {"base": [], "head": []} for f in files}
+        events: dict[str, dict[str, int]] = {str(f): {} for f in files}
+        for r in range(ROUNDS):
+            order = ["base", "head"] if r % 2 == 0 else ["head", "base"]
+            for rev in order:
+                out = subprocess.run([str(bins[rev])] + [str(f) for f in files],
+                                     check=True, capture_output=True, text=True).stdout
+                for line in out.splitlines():
+                    name, ns, ev = line.rsplit(" ", 2)
+                    times[name][rev].append(int(ns))
+                    events[name][rev] = int(ev)
+        for f in files:
+            t = times[str(f)]
+            ev = events[str(f)]
+            row = {"figure": "sim-speed-head-vs-base", "system": f.name.replace(".config.json", ""),
+                   "base": BASE, "rounds": ROUNDS, "events": ev["head"],
+                   "same_events": ev["head"] == ev["base"]}
+            for rev in ("base", "head"):
+                row[f"{rev}_ms_min_med_max"] = [round(min(t[rev]) / 1e6, 2),
+                                                round(statistics.median(t[rev]) / 1e6, 2),
+                                                round(max(t[rev]) / 1e6, 2)]
+            row["head_over_base"] = round(statistics.median(t["head"]) /
+                                          statistics.median(t["base"]), 3)
+            print(json.dumps(row), flush=True)
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_src)],
+                       check=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
