@@ -169,6 +169,7 @@ impl Simulation {
                 let cost = st.schedule_calls as f64 * per_call + ops as f64 * o.repl_op_ns;
                 CpuMetrics {
                     schedule_calls: st.schedule_calls,
+                    lost_interrupts: c.metrics.lost_interrupts,
                     wakeups: st.wakeups,
                     server_switches: st.server_switches,
                     replenishment_ops: ops,

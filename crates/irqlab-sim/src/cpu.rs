@@ -13,7 +13,8 @@
 //! * `kick` re-evaluates a CPU and arms exactly one pending check, at the
 //!   earlier of the core's `next_update` and the running context's end.
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::BTreeMap;
 
 use irqlab_core::{Nanos, Scheduler, Server, ServerPolicy};
 
@@ -49,6 +50,53 @@ pub(crate) struct Isr {
     pub(crate) priority: u32,
 }
 
+/// Top halves pending on one CPU, in the order they run: higher priority
+/// first, arrival order among equals (nested interrupts, VINT §III). Every
+/// operation is O(log n), so an interrupt storm costs time linear in its
+/// interrupts, and the queue is bounded (`MAX_PENDING_ISRS`): past it an
+/// interrupt is lost and counted, as a storm's result rather than a hang.
+#[derive(Default)]
+pub(crate) struct IsrQueue {
+    queue: BTreeMap<IsrKey, Isr>,
+    seq: u64,
+}
+
+/// Position of a pending top half in its CPU's queue.
+pub(crate) type IsrKey = (Reverse<u32>, u64);
+
+/// Top halves pending on one CPU at most (beyond: lost, counted).
+pub(crate) const MAX_PENDING_ISRS: usize = 1 << 16;
+
+impl IsrQueue {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.queue.is_empty()
+    }
+    /// The running (first) top half.
+    pub(crate) fn front(&self) -> Option<&Isr> {
+        self.queue.values().next()
+    }
+    pub(crate) fn front_mut(&mut self) -> Option<&mut Isr> {
+        self.queue.values_mut().next()
+    }
+    pub(crate) fn pop_front(&mut self) -> Option<Isr> {
+        self.queue.pop_first().map(|(_, i)| i)
+    }
+    pub(crate) fn get_mut(&mut self, k: IsrKey) -> Option<&mut Isr> {
+        self.queue.get_mut(&k)
+    }
+    /// Queue `isr` behind every top half of equal or higher priority;
+    /// `None` when the queue is full (the interrupt is lost).
+    fn push(&mut self, isr: Isr) -> Option<IsrKey> {
+        if self.queue.len() >= MAX_PENDING_ISRS {
+            return None;
+        }
+        self.seq += 1;
+        let k = (Reverse(isr.priority), self.seq);
+        self.queue.insert(k, isr);
+        Some(k)
+    }
+}
+
 pub(crate) struct Cpu {
     pub(crate) sched: Scheduler,
     /// Global server index of each local server id.
@@ -68,7 +116,7 @@ pub(crate) struct Cpu {
     pub(crate) epoch: u64,
     /// Time of the pending check of the current epoch.
     pub(crate) armed: Option<u64>,
-    pub(crate) isrs: VecDeque<Isr>,
+    pub(crate) isrs: IsrQueue,
     pub(crate) softirq: Softirq,
     /// The ksoftirqd thread (`linux` path).
     pub(crate) ksoftirqd: Option<usize>,
@@ -101,7 +149,7 @@ impl Cpu {
             last: 0,
             epoch: 0,
             armed: None,
-            isrs: VecDeque::new(),
+            isrs: IsrQueue::default(),
             softirq: Softirq::default(),
             ksoftirqd: None,
             seg_start: 0,
@@ -214,7 +262,7 @@ impl Simulation {
         // Top halves first: they own the CPU until done.
         while let Some(isr) = self.cpus[c].isrs.front() {
             if isr.remaining > 0 {
-                let t = now + isr.remaining;
+                let t = now.saturating_add(isr.remaining);
                 self.arm(c, t);
                 return Ok(());
             }
@@ -386,20 +434,26 @@ impl Simulation {
     /// A top half arrives on CPU `c`: it runs before every ISR of lower
     /// priority (preempting the running one), after those of equal or
     /// higher priority (nested interrupts, VINT §III).
-    pub(crate) fn push_isr(&mut self, c: usize, mut isr: Isr) {
+    /// Returns where it was queued, or `None` when the CPU's queue of
+    /// pending top halves is full and the interrupt is lost (counted in
+    /// `lost_interrupts`).
+    pub(crate) fn push_isr(&mut self, c: usize, isr: Isr) -> Option<IsrKey> {
         self.touch(c);
         if self.cpus[c].isrs.is_empty() {
             self.close_segment(c);
         }
-        let q = &mut self.cpus[c].isrs;
-        let pos = q
-            .iter()
-            .position(|x| x.priority < isr.priority)
-            .unwrap_or(q.len());
-        if pos == 0 {
+        let now = self.now;
+        let cpu = &mut self.cpus[c];
+        let Some(k) = cpu.isrs.push(isr) else {
+            cpu.metrics.lost_interrupts += 1;
+            return None;
+        };
+        if cpu.isrs.queue.keys().next() == Some(&k) {
             // runs now, nested in the one it preempts (if any)
-            isr.ran_from = Some(self.now);
+            if let Some(i) = cpu.isrs.get_mut(k) {
+                i.ran_from = Some(now);
+            }
         }
-        q.insert(pos, isr);
+        Some(k)
     }
 }

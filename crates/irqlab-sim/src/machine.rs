@@ -42,6 +42,10 @@ use crate::paths::hypervisor::VirqState;
 use crate::thread::Thread;
 use crate::trace::Trace;
 
+/// Events allowed at one instant before the run is declared stuck (a
+/// zero-delay event loop that would otherwise never end).
+pub(crate) const MAX_EVENTS_PER_INSTANT: u64 = 10_000_000;
+
 /// Program steps allowed at one instant before a program is declared
 /// stuck (a loop that neither computes nor blocks).
 pub(crate) const MAX_STEPS: u32 = 1_000_000;
@@ -74,6 +78,8 @@ pub struct Simulation {
     pub(crate) nwin: usize,
     /// Stopped before the configured duration (`finish` early).
     pub(crate) partial: bool,
+    /// Events processed at the current instant (the no-progress guard).
+    pub(crate) same_instant: u64,
 }
 
 /// Wrap a core error with context built only when there is an error.
@@ -180,6 +186,7 @@ impl Simulation {
             processed: 0,
             nwin,
             partial: false,
+            same_instant: 0,
         };
         sim.add_servers()?;
         sim.add_tasks()?;
@@ -253,6 +260,21 @@ impl Simulation {
     pub fn run_until(&mut self, until: u64) -> Result<(), SimError> {
         let until = until.min(self.cfg.duration);
         while let Some(ev) = self.events.pop_until(until) {
+            if ev.time == self.now {
+                self.same_instant += 1;
+                if self.same_instant > MAX_EVENTS_PER_INSTANT {
+                    return Err(SimError::Config {
+                        path: "devices".into(),
+                        value: format!("t = {} ns", self.now),
+                        rule: format!(
+                            "more than {MAX_EVENTS_PER_INSTANT} events at one instant: the system \
+                             makes no progress (an arrival process with a zero interval?)"
+                        ),
+                    });
+                }
+            } else {
+                self.same_instant = 0;
+            }
             self.now = ev.time;
             self.processed += 1;
             self.handle(ev.kind)?;

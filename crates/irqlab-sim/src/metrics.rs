@@ -38,6 +38,9 @@ impl Dist {
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct CpuMetrics {
     pub schedule_calls: u64,
+    /// Interrupts lost because the CPU already had the maximum of pending
+    /// top halves (an interrupt storm beyond what the CPU can handle).
+    pub lost_interrupts: u64,
     pub wakeups: u64,
     pub server_switches: u64,
     pub replenishment_ops: u64,

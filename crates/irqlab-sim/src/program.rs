@@ -159,7 +159,7 @@ impl Simulation {
                 }
                 Op::Sleep(ns) => {
                     ts.pc += 1;
-                    self.post(now + ns, EvKind::Wake { thread: t });
+                    self.post(now.saturating_add(ns), EvKind::Wake { thread: t });
                     return self.park(t);
                 }
                 Op::LoopStart { count } => {
@@ -261,7 +261,7 @@ impl Simulation {
         self.tasks[task].released += 1;
         if let Release::Periodic { period, jobs, .. } = self.cfg.tasks[task].release {
             if jobs.is_none_or(|j| self.tasks[task].released < j) {
-                self.post(now + period, EvKind::Release { task });
+                self.post(now.saturating_add(period), EvKind::Release { task });
             }
         }
         let Kind::Task(ts) = &mut self.threads[t].kind else {
@@ -288,7 +288,7 @@ impl Simulation {
         let info = &mut self.tasks[task];
         info.completed += 1;
         info.response.record(Nanos(now - release));
-        if deadline.is_some_and(|d| now > release + d) {
+        if deadline.is_some_and(|d| now > release.saturating_add(d)) {
             info.misses += 1;
         }
         if info.completions.len() < MAX_COMPLETIONS {
@@ -314,7 +314,7 @@ impl Simulation {
         ts.job
             .iter()
             .chain(ts.backlog.iter())
-            .filter(|&&rel| end > rel + d)
+            .filter(|&&rel| end > rel.saturating_add(d))
             .count() as u64
     }
 }

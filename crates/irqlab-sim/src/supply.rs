@@ -165,7 +165,7 @@ impl VcpuSupply {
                 if b - a >= need {
                     let start = j.start;
                     self.job = None;
-                    self.response.record(Nanos(a + need - start));
+                    self.response.record(Nanos(a.saturating_add(need) - start));
                 } else {
                     j.consumed += b - a;
                 }

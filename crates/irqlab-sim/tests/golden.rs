@@ -3,7 +3,9 @@
 //! `tests/golden/generate.py`) must give the same `metrics.json` text, byte
 //! for byte. Refactorings and optimisations of the simulator may not change
 //! a result; a deliberate change of behaviour regenerates the files and says
-//! so in its commit.
+//! so in its commit: `IRQLAB_GOLDEN_WRITE=1 cargo test -p irqlab-sim
+//! --release --test golden` rewrites the metrics of the recorded systems
+//! (`tests/golden/generate.py` re-records the systems themselves).
 
 use std::path::PathBuf;
 
@@ -45,6 +47,11 @@ fn metrics_equal_the_golden_files() {
             path.to_string_lossy()
                 .replace(".config.json", ".metrics.json"),
         );
+        if std::env::var_os("IRQLAB_GOLDEN_WRITE").is_some() {
+            // a deliberate change: rewrite, then review `git diff`
+            std::fs::write(&want_path, format!("{got}\n")).expect("writable golden file");
+            continue;
+        }
         let want = std::fs::read_to_string(&want_path).expect("golden metrics");
         if got != want.trim_end() {
             differ.push(path.file_name().map(|n| n.to_string_lossy().into_owned()));

@@ -18,7 +18,10 @@ impl Simulation {
         }
         if let DeviceKind::Disk { latency, .. } = self.cfg.devices[d].kind {
             self.devices[d].disk_busy = true;
-            self.post(self.now + latency, EvKind::DiskDone { device: d });
+            self.post(
+                self.now.saturating_add(latency),
+                EvKind::DiskDone { device: d },
+            );
         }
     }
 

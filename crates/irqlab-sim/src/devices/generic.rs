@@ -15,5 +15,10 @@ pub(crate) fn next_arrival(
     now: u64,
     rng: &mut SplitMix64,
 ) -> u64 {
-    now + min_interarrival + if jitter > 0 { rng.below(jitter + 1) } else { 0 }
+    let jitter = if jitter > 0 {
+        rng.below(jitter.saturating_add(1))
+    } else {
+        0
+    };
+    now.saturating_add(min_interarrival).saturating_add(jitter)
 }

@@ -154,7 +154,7 @@ impl Simulation {
                 per_sector,
                 sectors,
                 ..
-            } => (*top_half, per_sector * sectors),
+            } => (*top_half, per_sector.saturating_mul(*sectors)),
             DeviceKind::Generic { isr, dsr, .. } => (*isr, *dsr),
             // USB events go through `usb_event` and the xHCI interrupter.
             DeviceKind::Usb { .. } => (0, 0),
@@ -204,7 +204,7 @@ impl Simulation {
         // on the hypervisor path a physical interrupt's handling is its
         // virtual interrupts, injected when its ISR completes
         let jobs = if has_bh { vec![job] } else { Vec::new() };
-        self.push_isr(
+        let queued = self.push_isr(
             c,
             Isr {
                 source: IsrSource::Device(d),
@@ -215,6 +215,12 @@ impl Simulation {
                 priority,
             },
         );
+        if queued.is_none() && has_bh {
+            // lost with its top half: the packet never reaches the host
+            let dev = &mut self.devices[d];
+            dev.in_ring = dev.in_ring.saturating_sub(1);
+            dev.dropped += 1;
+        }
     }
 
     /// The end of a bottom half (in a thread or in softirq context on
@@ -231,7 +237,7 @@ impl Simulation {
                 sectors,
                 sector_bytes,
                 ..
-            } => sectors * sector_bytes,
+            } => sectors.saturating_mul(*sector_bytes),
             DeviceKind::Generic { .. } => 0,
             DeviceKind::Usb { bytes, .. } => *bytes,
         };

@@ -30,7 +30,7 @@ pub(crate) fn first_arrival(
         ArrivalCfg::Periodic { start, .. } => Some(*start),
         ArrivalCfg::Poisson {
             start, rate_per_s, ..
-        } => Some(*start + rng.exponential_ns(*rate_per_s)),
+        } => Some(start.saturating_add(rng.exponential_ns(*rate_per_s))),
         ArrivalCfg::Burst { start, count, .. } => {
             *burst_left = *count;
             Some(*start)
@@ -51,13 +51,13 @@ pub(crate) fn next_arrival(
     let stop_ok = |t: u64, stop: &Option<u64>| stop.is_none_or(|s| t < s);
     match a {
         ArrivalCfg::Periodic { interval, stop, .. } => {
-            let t = now + interval;
+            let t = now.saturating_add(*interval);
             stop_ok(t, stop).then_some(t)
         }
         ArrivalCfg::Poisson {
             rate_per_s, stop, ..
         } => {
-            let t = now + rng.exponential_ns(*rate_per_s).max(1);
+            let t = now.saturating_add(rng.exponential_ns(*rate_per_s).max(1));
             stop_ok(t, stop).then_some(t)
         }
         ArrivalCfg::Burst {
@@ -69,12 +69,12 @@ pub(crate) fn next_arrival(
         } => {
             *burst_left = burst_left.saturating_sub(1);
             let t = if *burst_left > 0 {
-                now + (*gap).max(1)
+                now.saturating_add((*gap).max(1))
             } else {
                 *burst_left = *count;
                 // next burst boundary after now
                 let k = (now.saturating_sub(*start)) / every + 1;
-                start + k * every
+                start.saturating_add(k.saturating_mul(*every))
             };
             stop_ok(t, stop).then_some(t)
         }
@@ -84,7 +84,7 @@ pub(crate) fn next_arrival(
         }
         // The fallback send; a reply may bring it forward.
         ArrivalCfg::PingFlood { interval, stop, .. } => {
-            let t = now + interval;
+            let t = now.saturating_add(*interval);
             stop_ok(t, stop).then_some(t)
         }
     }
@@ -99,7 +99,7 @@ impl Simulation {
             ..
         } = &self.cfg.devices[d].kind
         {
-            let t = self.now + rtt;
+            let t = self.now.saturating_add(*rtt);
             if stop.is_none_or(|s| t < s) && self.devices[d].arrival_at.is_some_and(|a| t < a) {
                 self.post_arrival(d, t);
             }

@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{DeviceKind, InterruptPath, MICROFRAME_NS};
-use crate::cpu::{Isr, IsrSource};
+use crate::cpu::{Isr, IsrKey, IsrSource};
 use crate::engine::EvKind;
 use crate::error::SimError;
 use crate::machine::Simulation;
@@ -30,6 +30,9 @@ pub(crate) struct XhciState {
     pub(crate) last_irq: Vec<Option<u64>>,
     pub(crate) irq_posted: Vec<bool>,
     pub(crate) bh: Vec<usize>,
+    /// The interrupter's top half queued and not finished: new events
+    /// join it (its top half drains the ring).
+    pub(crate) pending_isr: Vec<Option<IsrKey>>,
 }
 
 impl Simulation {
@@ -58,6 +61,7 @@ impl Simulation {
                 rings: vec![VecDeque::new(); n],
                 last_irq: vec![None; n],
                 irq_posted: vec![false; n],
+                pending_isr: vec![None; n],
                 bh,
             });
         }
@@ -97,13 +101,14 @@ impl Simulation {
             return;
         };
         self.devices[d].disk_busy = true;
-        let xfer = (bytes as u128 * 1_000_000_000).div_ceil(rate as u128) as u64;
+        let xfer = u64::try_from((bytes as u128 * 1_000_000_000).div_ceil(rate.max(1) as u128))
+            .unwrap_or(u64::MAX);
         let extra = if jitter > 0 {
-            self.rng.below(jitter + 1)
+            self.rng.below(jitter.saturating_add(1))
         } else {
             0
         };
-        let need = xfer + extra;
+        let need = xfer.saturating_add(extra);
         // Where in its microframe the controller is now.
         let phase = if self.cfg.xhci[controller].random_frame_phase {
             self.rng.below(MICROFRAME_NS)
@@ -113,9 +118,9 @@ impl Simulation {
         let left = MICROFRAME_NS - phase;
         // A transfer that misses its microframe completes in the next one.
         let done = if need <= left {
-            self.now + need
+            self.now.saturating_add(need)
         } else {
-            self.now + left + need
+            self.now.saturating_add(left).saturating_add(need)
         };
         self.post(done, EvKind::UsbDone { device: d });
     }
@@ -171,11 +176,11 @@ impl Simulation {
         }
         let moderation = self.cfg.xhci[x].interrupters[it].moderation;
         if let Some(l) = self.xhci[x].last_irq[it] {
-            if now < l + moderation {
+            if now < l.saturating_add(moderation) {
                 if !self.xhci[x].irq_posted[it] {
                     self.xhci[x].irq_posted[it] = true;
                     self.post(
-                        l + moderation,
+                        l.saturating_add(moderation),
                         EvKind::XhciIrq {
                             controller: x,
                             interrupter: it,
@@ -188,19 +193,17 @@ impl Simulation {
         let c = self.cfg.xhci[x].cpu;
         // An interrupt of this interrupter not yet serviced takes the new
         // events too: its top half drains the event ring.
-        let pending = self.cpus[c]
-            .isrs
-            .iter()
-            .position(|i| matches!(i.source, IsrSource::Xhci(a, b) if a == x && b == it));
-        if let Some(k) = pending {
+        if let Some(k) = self.xhci[x].pending_isr[it] {
             let jobs: Vec<BhJob> = self.xhci[x].rings[it].drain(..).collect();
-            self.cpus[c].isrs[k].jobs.extend(jobs);
+            if let Some(isr) = self.cpus[c].isrs.get_mut(k) {
+                isr.jobs.extend(jobs);
+            }
             return;
         }
         self.xhci[x].last_irq[it] = Some(now);
         let jobs: Vec<BhJob> = self.xhci[x].rings[it].drain(..).collect();
         let remaining = self.cfg.xhci[x].top_half;
-        self.push_isr(
+        self.xhci[x].pending_isr[it] = self.push_isr(
             c,
             Isr {
                 source: IsrSource::Xhci(x, it),

@@ -163,6 +163,7 @@ impl Simulation {
             let target = self.cfg.servers[self.cfg.virqs[v].vcpu].cpu;
             if target != c && self.cfg.ipi > 0 {
                 let priority = u32::MAX; // IPIs above device interrupts
+                                         // a lost IPI is counted by `push_isr`
                 self.push_isr(
                     target,
                     Isr {
@@ -210,7 +211,7 @@ impl Simulation {
                 }
             } else {
                 // one credit back one period after its use
-                self.post(now + p.period, EvKind::VirqCredit { virq: v });
+                self.post(now.saturating_add(p.period), EvKind::VirqCredit { virq: v });
             }
         }
         self.virqs[v].injected += 1;

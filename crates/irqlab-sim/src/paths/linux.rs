@@ -114,7 +114,7 @@ impl Simulation {
         loop {
             if let Some((_, rem)) = &self.cpus[c].softirq.current {
                 if *rem > 0 {
-                    let t = now + *rem;
+                    let t = now.saturating_add(*rem);
                     self.arm(c, t);
                     return Ok(true);
                 }

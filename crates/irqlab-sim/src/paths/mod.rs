@@ -165,7 +165,8 @@ impl Simulation {
                 self.virqs_after_isr(c, d, isr.started)?
             }
             IsrSource::Ipi(v, arrival) => self.inject(v, arrival, Some(c))?,
-            _ => {}
+            IsrSource::Xhci(x, it) => self.xhci[x].pending_isr[it] = None,
+            IsrSource::Device(_) => {}
         }
         self.cpus[c].need_resched = true;
         Ok(())
