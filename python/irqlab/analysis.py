@@ -3,7 +3,9 @@ USB-DIFFSERV Eq. 1-3 and Eq. 4-8, the VINT Eq. 3-8 bounds of a hypervisor
 machine, and the VINT sweeps (Figures 4-9).
 
 The sweep runs in Rust on all cores, deterministic for a seed whatever the
-number of threads. Times are integer nanoseconds.
+number of threads. Times are integer nanoseconds everywhere (arguments
+and results); throughputs are bytes per second. ``bounds(model)`` gathers
+what ``irqlab analyze`` prints for a loaded model.
 """
 
 from __future__ import annotations
@@ -11,16 +13,96 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irqlab._native import analysis as _a
+
+if TYPE_CHECKING:
+    from irqlab.model import LoadedModel
 
 SCHEMES = ("DSbase", "SSbase", "DSvINT", "SSvINT")
 
 quest_eq1 = _a.quest_eq1
-usb_typical_throughput = _a.usb_typical_throughput
-usb_latency_bound = _a.usb_latency_bound
+NS = 1e9  # ns per second: the native USB-DIFFSERV functions work in seconds
+
+
+def usb_typical_throughput(beta_bytes: int, omega_io_ns: int, u_io: float,
+                           omega_main_ns: int) -> float:
+    """USB-DIFFSERV Eq. 3 with the typical latency: the throughput (bytes
+    per second) of transfers of ``beta_bytes`` bytes whose bottom half needs
+    ``omega_io_ns`` on an I/O VCPU of utilization ``u_io`` (0-1] and whose
+    main-VCPU part needs ``omega_main_ns``."""
+    return float(_a.usb_typical_throughput(beta_bytes, omega_io_ns / NS, u_io,
+                                           omega_main_ns / NS))
+
+
+def usb_latency_bound(omega_io_ns: int, u_io: float, omega_main_ns: int, c_main_ns: int,
+                      t_main_ns: int) -> int:
+    """USB-DIFFSERV Eq. 1-2: the worst-case latency (ns, rounded to the
+    nearest ns) of a USB transfer whose bottom half needs ``omega_io_ns`` on
+    an I/O VCPU of utilization ``u_io`` (0-1], read by a task that needs
+    ``omega_main_ns`` on a Main VCPU of budget ``c_main_ns`` and period
+    ``t_main_ns``."""
+    return round(_a.usb_latency_bound(omega_io_ns / NS, u_io, omega_main_ns / NS,
+                                      c_main_ns / NS, t_main_ns / NS) * NS)
+
+
+def _reads(program: list[dict[str, Any]]) -> set[int]:
+    """Devices a task program reads (indices into ``sim_config["devices"]``)."""
+    out: set[int] = set()
+    for step in program:
+        if step["op"] == "io":
+            out.add(step["device"])
+        elif step["op"] == "loop":
+            out |= _reads(step["body"])
+    return out
+
+
+def bounds(model: LoadedModel | dict[str, Any]) -> dict[str, Any]:
+    """The analytic results ``irqlab analyze`` prints, for a loaded model (or
+    its ``sim_config``). For a hypervisor machine ``{"path": "hypervisor",
+    "hypervisor": hypervisor_bounds(...)}``; otherwise QUEST-VCPU Eq. 1 per
+    CPU (``cpus``: demand, bound and slack as fractions, ``passes``) and
+    USB-DIFFSERV Eq. 1-3 per task reading a USB device through an I/O VCPU
+    (``io_bounds``: ``latency_bound_ns``, ``throughput_bound_bytes_per_s``)."""
+    cfg = model if isinstance(model, dict) else model.sim_config
+    if cfg["path"] == "hypervisor":
+        return {"path": "hypervisor", "hypervisor": hypervisor_bounds(cfg)}
+    servers = cfg["servers"]
+    per_cpu: dict[int, tuple[list[tuple[int, int]], list[float]]] = defaultdict(lambda: ([], []))
+    for s in servers:
+        main, io = per_cpu[s["cpu"]]
+        if s["policy"] == "pibs":
+            io.append(s["num"] / s["den"])
+        elif s["policy"] in ("sporadic", "deferrable", "polling"):
+            main.append((s["budget"], s["period"]))
+        elif s["policy"] == "cbs":
+            main.append((s["runtime"], s["period"]))
+    result: dict[str, Any] = {"path": cfg["path"], "cpus": [], "io_bounds": []}
+    for cpu, (main, io) in sorted(per_cpu.items()):
+        if main:
+            demand, bound, slack, ok = quest_eq1(main, io)
+            result["cpus"].append({"cpu": cpu, "demand": demand, "bound": bound,
+                                   "slack": slack, "passes": ok})
+    for t in cfg["tasks"]:
+        main_srv = servers[t["server"]]
+        for d in sorted(_reads(t["program"])):
+            dev = cfg["devices"][d]
+            if dev["kind"] != "usb":
+                continue
+            io_idx = cfg["classes"][dev["class"]]["iovcpu"]
+            if io_idx is None or main_srv["policy"] != "sporadic":
+                continue
+            io = servers[io_idx]
+            lat = usb_latency_bound(dev["omega_io"] + dev.get("kfree", 0), io["num"] / io["den"],
+                                    dev.get("omega_main", 0), main_srv["budget"],
+                                    main_srv["period"])
+            result["io_bounds"].append({
+                "task": t["name"], "device": dev["name"], "latency_bound_ns": lat,
+                "throughput_bound_bytes_per_s": dev.get("bytes", 512) / (lat / NS)})
+    return result
 
 
 def hypervisor_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:

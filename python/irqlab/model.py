@@ -1,51 +1,119 @@
 """The YAML system model (``irqlab._native.model``; reference:
-docs/model.md).
+docs/model.md; walkthrough: docs/python.md).
 
-``load(path)`` validates a model file and returns it with its warnings and
-the resolved simulator configuration; invalid models raise
-:class:`ModelError` (a ``ValueError``) listing every problem with its field
-path, value and rule. Scenario files shipped with irqlab live in
-``irqlab/scenarios`` (:func:`scenario_path`).
+Three ways in, one result: ``load(path)`` reads a model file, ``loads(text)``
+takes YAML (or JSON) text and ``from_dict(d)`` a plain dict in the same shape
+(what ``yaml.safe_load`` of a model file gives). Each validates the model and
+returns a :class:`LoadedModel`: the model as written, its warnings and the
+resolved simulator configuration (``sim_config``: every time in integer ns).
+
+Units: in the model every duration, utilization, size and rate carries its
+unit as text (``"500us"``, ``"10%"``, ``"64B"``, ``"12.5MB/s"``); a bare number is
+an error. Everything irqlab computes (``sim_config``, metrics, bounds) is in
+integer nanoseconds, bytes and bytes per second.
+
+Invalid models raise :class:`ModelError` (a ``ValueError``) whose message
+lists every problem and whose ``errors`` attribute holds them as
+``(path, value, rule)`` tuples, e.g.
+``("vcpus[0].budget", "12ms", "exceeds period 10ms")``. Scenario files
+shipped with irqlab live in ``irqlab/scenarios`` (:func:`scenario_path`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irqlab._native import model as _model
+
+if TYPE_CHECKING:
+    from irqlab.sim import SimResult
 
 ModelError = _model.ModelError
 parse_duration = _model.parse_duration  # "500us" -> 500000 (ns)
 
-__all__ = ["LoadedModel", "ModelError", "load", "loads", "parse_duration", "scenario_path",
-           "scenarios"]
+__all__ = ["LoadedModel", "ModelError", "from_dict", "load", "loads", "model_error",
+           "parse_duration", "scenario_path", "scenarios"]
+
+
+def model_error(path: str, value: Any, rule: str) -> Exception:
+    """A :class:`ModelError` for one problem, with ``errors`` set."""
+    value = "" if value is None else str(value)
+    e = ModelError(f"{path}: {value}: {rule}" if value else f"{path}: {rule}")
+    e.errors = [(path, value, rule)]
+    return e
 
 
 @dataclass
 class LoadedModel:
+    """A validated model.
+
+    ``model``: the model as a dict (units as text, defaults filled in);
+    ``warnings``: what validation found suspicious but allowed;
+    ``sim_config``: the resolved simulator configuration (times in integer
+    ns), what :func:`irqlab.sim.simulate` takes."""
+
     model: dict[str, Any]
     warnings: list[str]
     sim_config: dict[str, Any]
 
+    def simulate(self, *, seed: int | None = None, duration_ns: int | None = None,
+                 trace: bool | Mapping[str, Any] | None = None) -> SimResult:
+        """Simulate this model (see :func:`irqlab.sim.simulate`); the
+        overrides leave ``sim_config`` unchanged."""
+        from irqlab.sim import simulate
 
-def loads(text: str, base_dir: Path | str = ".") -> LoadedModel:
+        return simulate(self.sim_config, seed=seed, duration_ns=duration_ns, trace=trace)
+
+    def analyze(self) -> dict[str, Any]:
+        """The analytic bounds (:func:`irqlab.analysis.bounds`), integer ns."""
+        from irqlab.analysis import bounds
+
+        return bounds(self)
+
+
+def loads(text: str | Mapping[str, Any], base_dir: Path | str = ".") -> LoadedModel:
+    """Validate a model given as YAML (or JSON) text; ``base_dir`` resolves
+    relative file names (trace CSVs). A dict is passed on to
+    :func:`from_dict`."""
+    if isinstance(text, Mapping):
+        return from_dict(text, base_dir)
+    if not isinstance(text, str):
+        raise TypeError(f"loads() takes the model as YAML text or a dict, not "
+                        f"{type(text).__name__}; use load(path) for a file")
     model_json, warnings = _model.load(text)
     cfg = json.loads(_model.lower(text, str(base_dir)))
     return LoadedModel(json.loads(model_json), list(warnings), cfg)
 
 
+def from_dict(d: Mapping[str, Any], base_dir: Path | str = ".") -> LoadedModel:
+    """Validate a model given as a dict in the shape of a model file, e.g.
+    ``{"machine": {"cpus": 1}, "vcpus": [{"name": "V0", "budget": "2ms",
+    "period": "10ms"}], ...}`` (units as text). Keys must be strings and
+    values plain JSON types."""
+    if not isinstance(d, Mapping):
+        raise TypeError(f"from_dict() takes a dict, not {type(d).__name__}")
+    try:
+        text = json.dumps(copy.deepcopy(dict(d)), allow_nan=False)
+    except (TypeError, ValueError) as e:
+        raise model_error("", None, f"not plain JSON data: {e}") from None
+    return loads(text, base_dir)
+
+
 def load(path: Path | str) -> LoadedModel:
+    """Read and validate the model file at ``path`` (YAML)."""
     p = Path(path)
     try:
         text = p.read_text()
     except FileNotFoundError:
         raise FileNotFoundError(f"{p}: no such model file") from None
     except UnicodeDecodeError as e:
-        raise ModelError(f"{p}: not a text file ({e.reason})") from None
+        raise model_error(str(p), None, f"not a text file ({e.reason})") from None
     return loads(text, p.parent)
 
 
@@ -56,6 +124,7 @@ def scenarios() -> list[str]:
 
 
 def scenario_path(name: str) -> Path:
+    """Path of the shipped scenario ``name`` (see :func:`scenarios`)."""
     p = Path(str(resources.files("irqlab") / "scenarios" / f"{name}.yaml"))
     if not p.exists():
         raise ValueError(f"unknown scenario {name!r}; shipped: {', '.join(scenarios())}")

@@ -1,77 +1,264 @@
-"""Run the simulator from Python (``irqlab._native.sim``).
+"""Run the simulator from Python (``irqlab._native.sim``; walkthrough:
+docs/python.md; every metric: docs/metrics.md).
 
-``simulate(config)`` takes the resolved simulation configuration (a dict in
-the shape of ``irqlab_sim::SimConfig``: servers, tasks, classes, devices,
-times in integer ns) and returns the metrics and the Perfetto trace as
-dicts. The YAML system model (``irqlab.model``) lowers into this form;
-experiments may also build it directly. Errors raise ``ValueError`` naming
-the field, the value and the rule.
+``simulate(config)`` takes a :class:`irqlab.model.LoadedModel` or its
+resolved configuration (a dict in the shape of ``irqlab_sim::SimConfig``:
+servers, tasks, classes, devices, times in integer ns) and returns a
+:class:`SimResult`: the metrics (``metrics.json``) and the Perfetto trace
+as dicts, plus tables per task, server, device, CPU, virtual interrupt and
+job with ``.to_pandas()``. Errors raise ``ValueError`` naming the field
+path, the value and the rule.
+
+Design principles: the dicts stay the source of truth (byte-identical
+``metrics.json`` for a model and seed); tables are flat views with the
+unit in every column name (``response_max_ns``); pandas is optional and
+only imported by ``to_pandas()``; plots cost a bounded time whatever the
+model's size (top-N and an "others" bar, stated in the title).
 """
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from irqlab._native import sim as _sim
+
+if TYPE_CHECKING:
+    import pandas
+
+    from irqlab.model import LoadedModel
+
+#: Bars drawn per plot at most; the rest is aggregated into one bar.
+PLOT_TOP_N = 20
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:
+        raise ImportError("to_pandas() needs pandas: pip install pandas (the dicts and "
+                          "to_records() work without it)") from None
+    return pandas
+
+
+def flatten(row: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """One flat dict per row: nested dicts (distributions) become
+    ``outer_inner`` columns; lists (per-window series, histograms,
+    completion times) are left out (see :meth:`SimResult.windows`,
+    :meth:`SimResult.jobs`)."""
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if isinstance(v, Mapping):
+            out |= flatten(v, f"{prefix}{k}_")
+        elif not isinstance(v, list):
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+class Table:
+    """Rows of one kind (the dicts of ``metrics.json``), addressable by name
+    or position; ``to_records()`` flattens them, ``to_pandas()`` makes a
+    DataFrame (indexed by ``name`` when the rows have one)."""
+
+    def __init__(self, kind: str, rows: list[dict[str, Any]]) -> None:
+        self.kind = kind
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return iter(self.rows)
+
+    def __getitem__(self, key: str | int) -> dict[str, Any]:
+        if isinstance(key, int):
+            return self.rows[key]
+        for row in self.rows:
+            if row.get("name") == key:
+                return row
+        names = ", ".join(str(r.get("name")) for r in self.rows[:20])
+        raise KeyError(f"no {key!r} among the {self.kind} ({names})")
+
+    def __repr__(self) -> str:
+        return f"<{len(self.rows)} {self.kind}>"
+
+    def names(self) -> list[str]:
+        return [r["name"] for r in self.rows if "name" in r]
+
+    def to_records(self) -> list[dict[str, Any]]:
+        return [flatten(r) for r in self.rows]
+
+    def to_pandas(self) -> pandas.DataFrame:
+        df = _pandas().DataFrame.from_records(self.to_records())
+        return df.set_index("name") if "name" in df.columns else df
 
 
 @dataclass
 class SimResult:
+    """One simulation run: ``metrics`` (the ``metrics.json`` dict) and
+    ``trace`` (Perfetto trace-event dict; empty unless tracing was on)."""
+
     metrics: dict[str, Any]
     trace: dict[str, Any]
 
+    @property
+    def partial(self) -> bool:
+        """True when the run stopped before its configured duration."""
+        return bool(self.metrics.get("partial", False))
+
+    @property
+    def tasks(self) -> Table:
+        return Table("tasks", self.metrics["tasks"])
+
+    @property
+    def servers(self) -> Table:
+        return Table("servers", self.metrics["servers"])
+
+    @property
+    def devices(self) -> Table:
+        return Table("devices", self.metrics["devices"])
+
+    @property
+    def virqs(self) -> Table:
+        return Table("virtual interrupts", self.metrics["virqs"])
+
+    @property
+    def cpus(self) -> Table:
+        return Table("cpus", [{"cpu": i, **c} for i, c in enumerate(self.metrics["cpus"])])
+
     def task(self, name: str) -> dict[str, Any]:
-        return _by_name(self.metrics["tasks"], name)
+        return self.tasks[name]
 
     def server(self, name: str) -> dict[str, Any]:
-        return _by_name(self.metrics["servers"], name)
+        return self.servers[name]
 
     def device(self, name: str) -> dict[str, Any]:
-        return _by_name(self.metrics["devices"], name)
+        return self.devices[name]
+
+    def jobs(self) -> Table:
+        """One row per recorded job completion: ``task``, ``job`` (0-based)
+        and ``completion_ns`` (the first 10,000 jobs of each task)."""
+        rows = [{"task": t["name"], "job": j, "completion_ns": c}
+                for t in self.metrics["tasks"] for j, c in enumerate(t["completions_ns"])]
+        return Table("jobs", rows)
+
+    def windows(self) -> Table:
+        """Per-window series in long form: one row per (``kind``, ``name``,
+        ``window``) with ``start_ns`` and the value columns
+        ``share_fraction`` (servers), ``throughput_bytes_per_s`` (devices)
+        or ``overhead_percent`` (CPUs)."""
+        w = self.metrics["window_ns"]
+        rows: list[dict[str, Any]] = []
+        series = [("server", s["name"], "share_fraction", s["share_windows_fraction"])
+                  for s in self.metrics["servers"]]
+        series += [("device", d["name"], "throughput_bytes_per_s",
+                    d["throughput_windows_bytes_per_s"]) for d in self.metrics["devices"]]
+        series += [("cpu", f"cpu {i}", "overhead_percent", c["overhead_windows_percent"])
+                   for i, c in enumerate(self.metrics["cpus"])]
+        for kind, name, col, values in series:
+            rows += [{"kind": kind, "name": name, "window": i, "start_ns": i * w, col: v}
+                     for i, v in enumerate(values)]
+        return Table("windows", rows)
+
+    def to_pandas(self, kind: str = "tasks") -> pandas.DataFrame:
+        """``self.<kind>.to_pandas()`` for kind in tasks, servers, devices,
+        virqs, cpus, jobs, windows."""
+        tables = {"tasks": lambda: self.tasks, "servers": lambda: self.servers,
+                  "devices": lambda: self.devices, "virqs": lambda: self.virqs,
+                  "cpus": lambda: self.cpus, "jobs": self.jobs, "windows": self.windows}
+        if kind not in tables:
+            raise ValueError(f"kind: {kind!r} is not one of {', '.join(tables)}")
+        return tables[kind]().to_pandas()
+
+    def write(self, out_dir: Path | str, *, title: str = "irqlab simulation",
+              plots: bool = True) -> list[Path]:
+        """:func:`write_outputs` for this result."""
+        return write_outputs(self, Path(out_dir), title=title, plots=plots)
 
 
-def _by_name(items: list[dict[str, Any]], name: str) -> dict[str, Any]:
-    for item in items:
-        if item["name"] == name:
-            return item
-    raise KeyError(f"no {name!r} in the metrics")
+def _config(config: LoadedModel | Mapping[str, Any]) -> dict[str, Any]:
+    cfg = getattr(config, "sim_config", config)
+    if not isinstance(cfg, Mapping):
+        raise TypeError(f"simulate() takes a LoadedModel or its sim_config dict, not "
+                        f"{type(config).__name__}")
+    return copy.deepcopy(dict(cfg))
 
 
-def simulate(config: dict[str, Any]) -> SimResult:
-    metrics, trace = _sim.run(json.dumps(config))
-    return SimResult(json.loads(metrics), json.loads(trace))
+def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None,
+             duration_ns: int | None = None,
+             trace: bool | Mapping[str, Any] | None = None) -> SimResult:
+    """Simulate ``config`` (a :class:`~irqlab.model.LoadedModel` or its
+    ``sim_config``; not modified). ``seed`` and ``duration_ns`` (integer ns)
+    override the configured ones; ``trace=True`` records a Perfetto trace
+    (or a dict ``{"enabled": True, "until": ns, "max_events": n}``). The
+    same configuration and seed give the same metrics bit for bit."""
+    cfg = _config(config)
+    for name, value in (("seed", seed), ("duration_ns", duration_ns)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)
+                                  or value < 0):
+            raise ValueError(f"{name}: {value!r} must be a non-negative integer")
+    if seed is not None:
+        cfg["seed"] = seed
+    if duration_ns is not None:
+        cfg["duration"] = duration_ns
+    if trace is not None:
+        cfg["trace"] = trace
+    if isinstance(cfg.get("trace"), bool):  # shorthand: trace on/off
+        cfg["trace"] = {"enabled": cfg["trace"]}
+    metrics, tr = _sim.run(json.dumps(cfg))
+    return SimResult(json.loads(metrics), json.loads(tr))
 
 
-def write_outputs(
-    result: SimResult, out_dir: Path, *, title: str = "irqlab simulation"
-) -> list[Path]:
+def metrics_schema() -> dict[str, Any]:
+    """The JSON Schema of ``metrics.json`` (generated from the Rust types;
+    checked in as docs/schemas/metrics.schema.json)."""
+    return json.loads(_sim.metrics_schema())
+
+
+def top_n(values: Mapping[str, float], n: int = PLOT_TOP_N) -> tuple[dict[str, float], str]:
+    """The ``n`` largest values, the rest summed into one ``others`` entry;
+    returns them and a note for the plot's title ("" when nothing was cut)."""
+    if len(values) <= n:
+        return dict(values), ""
+    ranked = sorted(values.items(), key=lambda kv: kv[1], reverse=True)
+    rest = ranked[n:]
+    out = dict(ranked[:n])
+    out[f"others ({len(rest)})"] = sum(v for _, v in rest)
+    return out, f" (top {n} of {len(values)})"
+
+
+def write_outputs(result: SimResult, out_dir: Path, *, title: str = "irqlab simulation",
+                  plots: bool = True) -> list[Path]:
     """Write ``metrics.json``, ``trace.json`` when tracing was on (open in
-    ui.perfetto.dev) and
-    PNG plots (CPU share per server; I/O latency per device) into
-    ``out_dir``; returns the paths. JSON is written with sorted keys so the
-    same run gives byte-identical files."""
-    from irqlab import plots
-
+    ui.perfetto.dev) and, unless ``plots`` is False, PNG plots (CPU share per server; I/O latency
+    per device; at most ``PLOT_TOP_N`` bars each) into ``out_dir``; returns
+    the paths. JSON is written with sorted keys so the same run gives
+    byte-identical files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "metrics.json"]
     files[0].write_text(json.dumps(result.metrics, indent=1, sort_keys=True) + "\n")
     if result.trace.get("traceEvents"):  # tracing was on
         files.append(out_dir / "trace.json")
         files[1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
+    if not plots:
+        return files
+    from irqlab import plots as p
+
     m = result.metrics
-    shares = {s["name"]: {"CPU share %": 100.0 * s["share"]} for s in m["servers"]}
+    shares, note = top_n({s["name"]: 100.0 * s["share_fraction"] for s in m["servers"]})
     if shares:
-        files.append(plots.bars(out_dir / "cpu_share.png", shares, title=f"{title}: CPU share",
-                                ylabel="% CPU"))
-    lat = {
-        d["name"]: {"mean": d["latency"]["mean"] / 1e3, "max": d["latency"]["max"] / 1e3}
-        for d in m["devices"]
-        if d["latency"]["count"]
-    }
+        files.append(p.bars(out_dir / "cpu_share.png", {k: {"CPU share %": v}
+                                                       for k, v in shares.items()},
+                            title=f"{title}: CPU share{note}", ylabel="% CPU"))
+    devs = {d["name"]: d["latency"] for d in m["devices"] if d["latency"]["count"]}
+    worst, note = top_n({k: v["max_ns"] for k, v in devs.items()})
+    lat = {k: {"mean": devs[k]["mean_ns"] / 1e3, "max": devs[k]["max_ns"] / 1e3}
+           for k in worst if k in devs}
     if lat:
-        files.append(plots.bars(out_dir / "io_latency.png", lat, title=f"{title}: I/O latency",
-                                ylabel="us"))
+        files.append(p.bars(out_dir / "io_latency.png", lat,
+                            title=f"{title}: I/O latency{note}", ylabel="us"))
     return files

@@ -59,8 +59,7 @@ fn usb_latency_bound(
 /// JSON text. Bad configurations raise `ValueError` naming the field.
 #[pyfunction]
 fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
-    let cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
-        .map_err(|e| PyValueError::new_err(format!("simulation config: {e}")))?;
+    let cfg = crate::sim_api::parse_config(config_json)?;
     let b =
         irqlab_sim::hypervisor_bounds(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
     serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))

@@ -1,10 +1,14 @@
 //! `irqlab._native.model`: load and validate a YAML system model, and lower
 //! it into the simulator's configuration. Invalid models raise
 //! `irqlab._native.model.ModelError` (a `ValueError`) whose message lists
-//! every problem, one per line, each with its field path.
+//! every problem, one per line, each with its field path, and whose
+//! `errors` attribute holds the same problems as `(path, value, rule)`
+//! tuples (`value` is `""` when the rule is about the field as a whole).
 
 use std::path::Path;
 
+use irqlab_model::LoadError;
+use irqlab_sim::SimError;
 use pyo3::create_exception;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,17 +17,60 @@ create_exception!(
     model,
     ModelError,
     PyValueError,
-    "An invalid irqlab system model."
+    "An invalid irqlab system model; `errors` lists (path, value, rule)."
 );
 
-fn load_model(text: &str) -> PyResult<(irqlab_model::Model, Vec<String>)> {
-    irqlab_model::load_str(text).map_err(|e| ModelError::new_err(e.to_string()))
+type Problem = (String, String, String);
+
+/// A `ModelError` with its message and its `errors` list.
+fn model_error(py: Python<'_>, message: String, errors: Vec<Problem>) -> PyErr {
+    let err = ModelError::new_err(message);
+    if let Err(e) = err.value(py).setattr("errors", errors) {
+        return e;
+    }
+    err
+}
+
+/// A parse error of serde_yaml reads `path: message at line L column C`
+/// (the path is absent for errors at the document's root).
+fn split_parse_error(msg: &str) -> Problem {
+    match msg.split_once(": ") {
+        Some((path, rule)) if !path.is_empty() && !path.contains(' ') => {
+            (path.to_owned(), String::new(), rule.to_owned())
+        }
+        _ => (String::new(), String::new(), msg.to_owned()),
+    }
+}
+
+fn load_error(py: Python<'_>, e: LoadError) -> PyErr {
+    let message = e.to_string();
+    let errors = match e {
+        LoadError::Parse(msg) => vec![split_parse_error(&msg)],
+        LoadError::Invalid(list) => list
+            .into_iter()
+            .map(|x| (x.path, x.value, x.rule))
+            .collect(),
+    };
+    model_error(py, message, errors)
+}
+
+fn sim_error(py: Python<'_>, e: SimError) -> PyErr {
+    let message = e.to_string();
+    let problem = match e {
+        SimError::Config { path, value, rule } => (path, value, rule),
+        other => (String::new(), String::new(), other.to_string()),
+    };
+    model_error(py, message, vec![problem])
+}
+
+fn load_model(py: Python<'_>, text: &str) -> PyResult<(irqlab_model::Model, Vec<String>)> {
+    irqlab_model::load_str(text).map_err(|e| load_error(py, e))
 }
 
 /// Validate `text`; returns `(model_json, warnings)`.
 #[pyfunction]
-fn load(text: &str) -> PyResult<(String, Vec<String>)> {
-    let (m, warnings) = load_model(text)?;
+fn load(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
+    let (m, warnings) = load_model(py, text)?;
     let json = serde_json::to_string(&m).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok((json, warnings))
 }
@@ -31,12 +78,10 @@ fn load(text: &str) -> PyResult<(String, Vec<String>)> {
 /// Validate `text` and lower it into a simulation configuration (JSON).
 /// `base_dir` resolves relative files (trace CSVs).
 #[pyfunction]
-fn lower(text: &str, base_dir: &str) -> PyResult<String> {
-    let (m, _) = load_model(text)?;
-    let cfg = irqlab_sim::from_model(&m, Path::new(base_dir))
-        .map_err(|e| ModelError::new_err(e.to_string()))?;
-    cfg.check()
-        .map_err(|e| ModelError::new_err(e.to_string()))?;
+fn lower(py: Python<'_>, text: &str, base_dir: &str) -> PyResult<String> {
+    let (m, _) = load_model(py, text)?;
+    let cfg = irqlab_sim::from_model(&m, Path::new(base_dir)).map_err(|e| sim_error(py, e))?;
+    cfg.check().map_err(|e| sim_error(py, e))?;
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 

@@ -1,23 +1,68 @@
-//! What a simulation measures (DESIGN.md §5), as plain serializable data.
+//! What a simulation measures (DESIGN.md §5), as plain serializable data:
+//! the `metrics.json` of `irqlab simulate` (every field documented in
+//! docs/metrics.md; JSON Schema in docs/schemas/metrics.schema.json,
+//! generated from these types by `schemars`).
 //!
 //! Design principles: integers (ns, counts) wherever the value is exact;
-//! floats only for derived statistics. Distributions go through the core's
-//! `LatencyRecorder` (min/max/mean/std and HDR-style quantiles), the same
-//! recorder the runtime and the measurement tools use.
+//! floats only for derived statistics. JSON names carry their unit where
+//! it is not a count (`_ns`, `_bytes_per_s`, `_fraction`, `_percent`).
+//! Distributions go through the core's `LatencyRecorder` (min/max/mean/std
+//! and HDR-style quantiles), the same recorder the runtime and the
+//! measurement tools use.
 
 use irqlab_core::LatencyRecorder;
+use schemars::JsonSchema;
 use serde::Serialize;
 
-/// Summary of a distribution of durations (ns).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+/// Summary of a distribution of durations; every value but `count` is in
+/// ns and `null` when `count` is 0.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct Dist {
+    /// Number of samples.
     pub count: u64,
+    /// Smallest sample (ns).
+    #[serde(rename = "min_ns")]
     pub min: Option<u64>,
+    /// Arithmetic mean (ns).
+    #[serde(rename = "mean_ns")]
     pub mean: Option<f64>,
+    /// Largest sample (ns).
+    #[serde(rename = "max_ns")]
     pub max: Option<u64>,
+    /// Standard deviation (ns).
+    #[serde(rename = "std_dev_ns")]
     pub std_dev: Option<f64>,
+    /// Median (ns; HDR-style histogram, relative error below 1 %).
+    #[serde(rename = "p50_ns")]
     pub p50: Option<u64>,
+    /// 99th percentile (ns; HDR-style histogram).
+    #[serde(rename = "p99_ns")]
     pub p99: Option<u64>,
+    /// The samples in at most `HISTOGRAM_BINS` bins `[lo_ns, hi_ns, count]`
+    /// (a sample `x` is in a bin when `lo_ns <= x < hi_ns`; bins are
+    /// contiguous only where samples are: empty ranges are left out), in
+    /// increasing order; for CDFs and histograms (`irqlab report`).
+    #[serde(rename = "histogram_ns")]
+    pub histogram: Vec<[u64; 3]>,
+}
+
+/// Upper bound on the bins of a `Dist::histogram` (keeps `metrics.json`
+/// small for models with thousands of servers).
+pub const HISTOGRAM_BINS: usize = 32;
+
+/// Merge the recorder's non-empty buckets `(lo, width, count)` into at most
+/// `HISTOGRAM_BINS` bins of consecutive buckets.
+fn bins(buckets: impl Iterator<Item = (u64, u64, u64)>) -> Vec<[u64; 3]> {
+    let all: Vec<[u64; 3]> = buckets
+        .map(|(lo, w, c)| [lo, lo.saturating_add(w), c])
+        .collect();
+    let per = all.len().div_ceil(HISTOGRAM_BINS).max(1);
+    all.chunks(per)
+        .map(|c| {
+            let n = c.iter().map(|b| b[2]).sum();
+            [c[0][0], c[c.len() - 1][1], n]
+        })
+        .collect()
 }
 
 impl Dist {
@@ -31,67 +76,89 @@ impl Dist {
             std_dev: r.std_dev(),
             p50: h.quantile(0.5),
             p99: h.quantile(0.99),
+            histogram: bins(h.buckets()),
         }
     }
 }
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+/// One physical CPU.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct CpuMetrics {
+    /// Scheduling decisions the core took on this CPU.
     pub schedule_calls: u64,
     /// Interrupts lost because the CPU already had the maximum of pending
     /// top halves (an interrupt storm beyond what the CPU can handle).
     pub lost_interrupts: u64,
+    /// Thread wake-ups handed to the core.
     pub wakeups: u64,
+    /// Dispatches that changed the running server.
     pub server_switches: u64,
+    /// Replenishment-queue operations (insertions, merges, removals).
     pub replenishment_ops: u64,
-    /// Time in interrupt top halves.
+    /// Time in interrupt top halves (ns).
     pub isr_ns: u64,
-    /// Time in softirq context (`linux` path).
+    /// Time in softirq context (`linux` path; ns).
     pub softirq_ns: u64,
+    /// Time with nothing to run (ns).
     pub idle_ns: u64,
     /// Dispatches that loaded a VCPU's execution context: after another
     /// VCPU ran, or after the CPU idled (`switch_overhead`).
     pub vcpu_switches: u64,
-    /// Time spent in VCPU switch overhead, charged to the incoming VCPU.
+    /// Time spent in VCPU switch overhead, charged to the incoming VCPU (ns).
     pub switch_ns: u64,
-    /// Scheduler-overhead model (QUEST-VCPU Figures 4, 7): percent of the
-    /// CPU spent in the scheduler.
+    /// Scheduler-overhead model (QUEST-VCPU Figures 4, 7): percent (0-100)
+    /// of the CPU spent in the scheduler.
     pub overhead_percent: f64,
-    /// The same per window (replenishment-queue operations are attributed
-    /// when their server is next descheduled).
+    /// The same per window of `window_ns` (percent; replenishment-queue
+    /// operations are attributed when their server is next descheduled).
+    #[serde(rename = "overhead_windows_percent")]
     pub overhead_windows: Vec<f64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+/// One server (VCPU, I/O VCPU, pseudo-VCPU, softirq thread...).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct ServerMetrics {
+    /// Name from the model.
     pub name: String,
+    /// Index of its CPU.
     pub cpu: usize,
+    /// Policy: `sporadic`, `pibs`, `deferrable`, `polling`, `cbs` or
+    /// `unbounded`.
     pub kind: String,
-    /// Foreground execution time.
+    /// Foreground execution time (ns).
     pub busy_ns: u64,
-    /// Execution in background mode (not charged to the budget).
+    /// Execution in background mode, not charged to the budget (ns).
     pub background_ns: u64,
-    /// busy / duration.
+    /// `busy_ns / duration_ns` (a fraction, 0-1).
+    #[serde(rename = "share_fraction")]
     pub share: f64,
-    /// CPU share in consecutive windows of `window` ns.
+    /// CPU share in consecutive windows of `window_ns` (fractions, 0-1).
+    #[serde(rename = "share_windows_fraction")]
     pub share_windows: Vec<f64>,
-    /// Sporadic servers: replenishment-queue length, max and mean over the
-    /// dispatches of this server.
+    /// Sporadic servers: longest replenishment queue over the dispatches of
+    /// this server (entries).
     pub max_queue: usize,
+    /// Sporadic servers: mean replenishment-queue length over the same
+    /// dispatches (entries).
     pub mean_queue: f64,
     /// Deferrable and sporadic servers (VCPUs, pseudo-VCPUs, Main VCPUs):
     /// the time from a release with the whole budget to its consumption or
-    /// the end of the work (what VINT Eq. 3 bounds; see `supply`).
+    /// the end of the work (what VINT Eq. 3 bounds; see `supply`); `null`
+    /// for other policies.
     pub response: Option<Dist>,
     /// Deferrable servers: periods in which the server was backlogged from
-    /// the boundary on and did not receive its budget.
+    /// the boundary on and did not receive its budget; `null` otherwise.
     pub budget_misses: Option<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+/// One task (periodic, sporadic or I/O reader).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct TaskMetrics {
+    /// Name from the model.
     pub name: String,
+    /// Jobs released.
     pub released: u64,
+    /// Jobs finished.
     pub completed: u64,
     /// Finished jobs later than their deadline plus
     /// `unfinished_past_deadline`.
@@ -99,37 +166,49 @@ pub struct TaskMetrics {
     /// Released jobs unfinished at the end of the run although their
     /// deadline had passed.
     pub unfinished_past_deadline: u64,
+    /// Response time of the finished jobs: release to completion (ns).
     pub response: Dist,
-    /// Completion times of the first jobs (for exact-schedule checks and
-    /// comparisons with other simulators), capped at 10,000.
+    /// Completion times of the first jobs (ns since the start; for
+    /// exact-schedule checks and comparisons with other simulators),
+    /// capped at 10,000.
+    #[serde(rename = "completions_ns")]
     pub completions: Vec<u64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+/// One device (NIC, USB device, disk, timer...).
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct DeviceMetrics {
+    /// Name from the model.
     pub name: String,
+    /// Interrupts raised.
     pub interrupts: u64,
     /// Events/requests handled by the bottom half.
     pub handled: u64,
     /// Events dropped because the buffer was full.
     pub dropped: u64,
+    /// Bytes delivered to the bottom half.
     pub bytes: u64,
     /// Bytes per second over the run (delivered to the bottom half).
+    #[serde(rename = "throughput_bytes_per_s")]
     pub throughput_bps: f64,
-    /// Bytes per second in consecutive windows.
+    /// Bytes per second in consecutive windows of `window_ns`.
+    #[serde(rename = "throughput_windows_bytes_per_s")]
     pub throughput_windows: Vec<f64>,
-    /// Per request: submission (or arrival) to return to the task.
+    /// Per request: submission (or arrival) to return to the task (ns).
     pub latency: Dist,
-    /// Arrival to end of the bottom half (VINT Def. 2 style handling time).
+    /// Arrival to end of the bottom half (VINT Def. 2 style handling time;
+    /// ns).
     pub handling: Dist,
 }
 
 /// A virtual interrupt's flows (VINT Definitions 1-3).
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct VirqMetrics {
+    /// Name from the model.
     pub name: String,
     /// Physical interrupts that led to it.
     pub arrivals: u64,
+    /// Virtual interrupts injected into the guest.
     pub injected: u64,
     /// Injections delayed because the vINT counter was empty.
     pub delayed_injections: u64,
@@ -137,18 +216,25 @@ pub struct VirqMetrics {
     pub handled: u64,
     /// Flows within the minimum inter-arrival time (Definition 3).
     pub serviceable: u64,
-    /// Total interrupt handling time (Definition 2).
+    /// Total interrupt handling time (Definition 2; ns).
     pub handling: Dist,
-    /// Cumulative distribution: flows handled within each bound (ns).
+    /// Cumulative distribution: pairs `[bound_ns, flows handled within
+    /// bound_ns]`.
     pub handled_within: Vec<(u64, u64)>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+/// The whole `metrics.json` of one simulation run.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct Metrics {
+    /// Simulated time (ns).
     pub duration_ns: u64,
+    /// Seed of the random arrivals.
     pub seed: u64,
+    /// Interrupt path: `quest`, `quest-no-iovcpu`, `linux` or `hypervisor`.
     pub path: String,
+    /// Length of the windows of the `*_windows_*` series (ns).
     pub window_ns: u64,
+    /// Events the simulator processed.
     pub events: u64,
     /// The run was stopped before its configured duration (`duration_ns`
     /// is then the time reached); absent from the JSON when false.
@@ -158,9 +244,52 @@ pub struct Metrics {
     /// recording; absent from the JSON when false.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub trace_truncated: bool,
+    /// Per physical CPU, by index.
     pub cpus: Vec<CpuMetrics>,
+    /// Per server, in model order.
     pub servers: Vec<ServerMetrics>,
+    /// Per task, in model order.
     pub tasks: Vec<TaskMetrics>,
+    /// Per device, in model order (`hypervisor` path: per physical
+    /// interrupt).
     pub devices: Vec<DeviceMetrics>,
+    /// Per virtual interrupt (`hypervisor` path).
     pub virqs: Vec<VirqMetrics>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use irqlab_core::Nanos;
+
+    #[test]
+    fn histogram_keeps_every_sample_in_bounded_bins() {
+        let mut r = LatencyRecorder::new(0, None);
+        for x in 0..100_000u64 {
+            r.record(Nanos::from_ns(x * 37 % 1_000_003));
+        }
+        let d = Dist::from_recorder(&r);
+        assert!(d.histogram.len() <= HISTOGRAM_BINS);
+        assert_eq!(d.histogram.iter().map(|b| b[2]).sum::<u64>(), 100_000);
+        assert!(d.histogram.windows(2).all(|w| w[0][1] <= w[1][0]));
+        assert!(d.histogram[0][0] <= d.min.unwrap());
+        assert!(d.histogram.last().unwrap()[1] > d.max.unwrap());
+    }
+
+    #[test]
+    fn histogram_of_few_values_is_exact() {
+        let mut r = LatencyRecorder::new(0, None);
+        for x in [5u64, 5, 7] {
+            r.record(Nanos::from_ns(x));
+        }
+        assert_eq!(
+            Dist::from_recorder(&r).histogram,
+            vec![[5, 6, 2], [7, 8, 1]]
+        );
+    }
+}
+
+/// The JSON Schema of `metrics.json` (draft 2020-12), from these types.
+pub fn metrics_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Metrics)).unwrap_or_default()
 }

@@ -108,8 +108,8 @@ def hypervisor_part() -> None:
         cfg = loads(t).sim_config
         (cpu,) = hypervisor_bounds(cfg)["cpus"]
         m = simulate(cfg).metrics
-        sim = {s["name"]: s["response"]["max"] for s in m["servers"]}
-        sim |= {v["name"]: v["handling"]["max"] for v in m["virqs"]}
+        sim = {s["name"]: s["response"]["max_ns"] for s in m["servers"]}
+        sim |= {v["name"]: v["handling"]["max_ns"] for v in m["virqs"]}
         rows = [(f"{s['name']}", "Eq. 3", s["response"]) for s in cpu["servers"]]
         rows += [(v["name"], f"Eq. {v['equation']}", v["bound"]) for v in cpu["virtual_interrupts"]]
         for name, eq, bound in rows:

@@ -1,8 +1,9 @@
 """``irqlab simulate MODEL.yaml --out DIR [--seed N] [--duration D]``.
 
-Writes ``DIR/metrics.json``, ``DIR/trace.json`` (Perfetto) and PNG plots;
-prints a short summary. The same model and seed give byte-identical
-``metrics.json``.
+Writes ``DIR/metrics.json`` (fields: docs/metrics.md), ``DIR/trace.json``
+(Perfetto) and PNG plots (``--no-plots`` skips them; their cost is bounded
+for large models); prints a short summary, drops next to handled events.
+The same model and seed give byte-identical ``metrics.json``.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from irqlab.model import load, parse_duration
 from irqlab.sim import simulate, write_outputs
@@ -26,6 +28,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="trace events recorded at most (default: the model's "
                         "simulation.trace_max_events, else 200000); past it the "
                         "trace is cut and a warning says so")
+    p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     p.set_defaults(func=run)
 
 
@@ -52,12 +55,26 @@ def run(args: argparse.Namespace) -> int:
         limit = result.trace.get("otherData", {}).get("max_events")
         print(f"warning: the trace reached its limit of {limit} events and was cut; "
               "raise --trace-max-events or simulation.trace_max_events", file=sys.stderr)
-    files = write_outputs(result, args.out, title=args.model.stem)
-    met = result.metrics
+    files = write_outputs(result, args.out, title=args.model.stem, plots=not args.no_plots)
+    summary(result.metrics)
+    for w in m.warnings:
+        print(f"  warning: {w}")
+    print("outputs:")
+    for f in files:
+        print(f"  {f}")
+    return 0
+
+
+def us(ns: float | None) -> str:
+    return "-" if ns is None else f"{ns / 1e3:.1f}us"
+
+
+def summary(met: dict[str, Any]) -> None:
+    """Print the run's summary from its metrics."""
     print(f"simulated {met['duration_ns'] / 1e9:g} s ({met['events']} events, seed {met['seed']})")
     for t in met["tasks"]:
         r = t["response"]
-        mean = f"{r['mean'] / 1e3:.1f}us" if r["mean"] is not None else "-"
+        mean = us(r["mean_ns"])
         unfinished = t["unfinished_past_deadline"]
         late = f" ({unfinished} never finished)" if unfinished else ""
         print(f"  task {t['name']}: {t['released']} released, {t['completed']} finished, "
@@ -67,24 +84,19 @@ def run(args: argparse.Namespace) -> int:
         if met["path"] != "hypervisor" or r is None or not r["count"]:
             continue
         misses = f", {s['budget_misses']} periods short of budget" if s["budget_misses"] else ""
-        print(f"  VCPU {s['name']}: {s['share'] * 100:.1f} % of cpu {s['cpu']}, response "
-              f"(VINT Eq. 3) max {r['max'] / 1e3:.1f}us over {r['count']} releases{misses}")
+        print(f"  VCPU {s['name']}: {s['share_fraction'] * 100:.1f} % of cpu {s['cpu']}, "
+              f"response (VINT Eq. 3) max {us(r['max_ns'])} over {r['count']} releases{misses}")
     for d in met["devices"]:
         if met["path"] == "hypervisor":
             print(f"  physical interrupt {d['name']}: {d['interrupts']} interrupts")
             continue
         lat = d["latency"]
-        mean = f", mean latency {lat['mean'] / 1e3:.1f}us" if lat["mean"] is not None else ""
-        print(f"  device {d['name']}: {d['handled']} handled, {d['throughput_bps']:.0f} B/s{mean}")
+        mean = f", mean latency {us(lat['mean_ns'])}" if lat["mean_ns"] is not None else ""
+        print(f"  device {d['name']}: {d['handled']} handled, {d['dropped']} dropped, "
+              f"{d['throughput_bytes_per_s']:.0f} B/s{mean}")
     for v in met["virqs"]:
         h = v["handling"]
-        worst = f", handling mean {h['mean'] / 1e3:.1f}us max {h['max'] / 1e3:.1f}us" \
-            if h["max"] is not None else ""
+        worst = f", handling mean {us(h['mean_ns'])} max {us(h['max_ns'])}" \
+            if h["max_ns"] is not None else ""
         print(f"  virtual interrupt {v['name']}: {v['arrivals']} arrivals, {v['handled']} handled, "
               f"{v['serviceable']} serviceable, {v['delayed_injections']} delayed{worst}")
-    for w in m.warnings:
-        print(f"  warning: {w}")
-    print("outputs:")
-    for f in files:
-        print(f"  {f}")
-    return 0

@@ -76,8 +76,8 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     for policy in ("pibs", "sporadic"):
         m = simulate(config(policy, duration, window)).metrics
         res[policy] = {
-            "overhead": m["cpus"][0]["overhead_windows"],
-            "kBps": [x / 1e3 for x in m["devices"][0]["throughput_windows"]],
+            "overhead": m["cpus"][0]["overhead_windows_percent"],
+            "kBps": [x / 1e3 for x in m["devices"][0]["throughput_windows_bytes_per_s"]],
             "dropped": m["devices"][0]["dropped"],
             "max_queue": m["servers"][4]["max_queue"],
         }

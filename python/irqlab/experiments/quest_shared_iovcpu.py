@@ -80,8 +80,8 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     res: dict[str, dict[str, float]] = {}
     for label, shared in [("shared I/O VCPU", True), ("separate I/O VCPUs", False)]:
         m = simulate(config(shared, duration, window)).metrics
-        usb = np.array(m["devices"][0]["throughput_windows"]) / 1e3
-        net = np.array(m["devices"][1]["throughput_windows"]) / 1e3
+        usb = np.array(m["devices"][0]["throughput_windows_bytes_per_s"]) / 1e3
+        net = np.array(m["devices"][1]["throughput_windows_bytes_per_s"]) / 1e3
         half = len(usb) // 2
         res[label] = {
             "USB before flood": float(usb[:half].mean()),

@@ -71,7 +71,7 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     cd_bytes = 0
     for label, with_cd in [("no CD-ROM I/O", False), ("CD-ROM I/O", True)]:
         m = simulate(config(with_cd, duration)).metrics
-        shares[label] = {s["name"]: 100.0 * s["share"] for s in m["servers"]}
+        shares[label] = {s["name"]: 100.0 * s["share_fraction"] for s in m["servers"]}
         if with_cd:
             cd_bytes = m["devices"][0]["bytes"]
     png = plots.bars(

@@ -68,8 +68,8 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     stats: dict[str, tuple[float, float, float, float]] = {}
     for v in PAPER:
         lat = simulate(config(v, duration)).metrics["devices"][0]["latency"]
-        stats[v] = (lat["mean"] / US, (lat["std_dev"] or 0.0) / US, lat["max"] / US,
-                    lat["min"] / US)
+        stats[v] = (lat["mean_ns"] / US, (lat["std_dev_ns"] or 0.0) / US, lat["max_ns"] / US,
+                    lat["min_ns"] / US)
     nk, nk_no = stats["Quest (no kfree) with IOVCPU"], stats["Quest (no kfree) without IOVCPU"]
     kf, lx = stats["Quest (kfree) with IOVCPU"], stats["Linux"]
     checks = [

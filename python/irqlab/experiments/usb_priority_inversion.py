@@ -99,8 +99,8 @@ def devices(omega_io: int, classes: list[int]) -> list[dict[str, Any]]:
 
 def high_latency(r: SimResult) -> dict[str, float]:
     lat = r.metrics["devices"][0]["latency"]
-    return {"mean": lat["mean"] / US, "std": (lat["std_dev"] or 0.0) / US,
-            "max": lat["max"] / US, "min": lat["min"] / US, "p99": lat["p99"] / US}
+    return {"mean": lat["mean_ns"] / US, "std": (lat["std_dev_ns"] or 0.0) / US,
+            "max": lat["max_ns"] / US, "min": lat["min_ns"] / US, "p99": lat["p99_ns"] / US}
 
 
 def run(out_dir: Path, *, quick: bool = False) -> Result:

@@ -41,9 +41,9 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     res = {}
     for u in (1, 2):
         d = simulate(config(u, duration)).metrics["devices"]
-        res[u] = {"write": d[0]["throughput_bps"], "read": d[1]["throughput_bps"],
-                  "read_min": min(d[1]["throughput_windows"]),
-                  "read_max": max(d[1]["throughput_windows"])}
+        res[u] = {"write": d[0]["throughput_bytes_per_s"], "read": d[1]["throughput_bytes_per_s"],
+                  "read_min": min(d[1]["throughput_windows_bytes_per_s"]),
+                  "read_max": max(d[1]["throughput_windows_bytes_per_s"])}
     checks = []
     for u, eq in ((2, 7), (1, 8)):
         checks.append(Check(f"read throughput at U_IO = {u}% (bytes/s, Eq. {eq})", PAPER[u],

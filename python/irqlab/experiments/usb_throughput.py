@@ -49,7 +49,7 @@ def config(u_percent: int, duration: int) -> dict:
 
 def run(out_dir: Path, *, quick: bool = False) -> Result:
     duration = 2_000 * MS if quick else 10_000 * MS
-    got = {u: simulate(config(u, duration)).metrics["devices"][0]["throughput_bps"]
+    got = {u: simulate(config(u, duration)).metrics["devices"][0]["throughput_bytes_per_s"]
            for u in (1, 2, 4)}
     checks = [
         Check(f"throughput at U_IO = {u}% (bytes/s, Eq. {7 - {4: 3, 2: 2, 1: 1}[u]})",
