@@ -20,6 +20,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.check",
     "irqlab.commands.simulate",
     "irqlab.commands.analyze",
+    "irqlab.commands.sweep",
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
     "irqlab.commands.run",

@@ -1,0 +1,561 @@
+"""Parameter sweeps (``irqlab sweep GRID.yaml``; DESIGN.md §12; guide:
+docs/sweep.md).
+
+A grid names a base model, model fields to vary (lists, linear or log
+ranges; any model path such as ``vcpus[iovcpu.high].utilization``), seeds,
+and what to record; every point runs ``simulate``, ``analyze`` or both and
+becomes one row: the varied values as columns next to the recorded ones.
+
+Design principles:
+
+* A point is pure data (the base model, its overrides, the seed): a worker
+  process rebuilds it, so points run anywhere -- local processes or a Dask
+  cluster -- and give the same row (the simulator is deterministic per
+  seed). Rows are sorted by grid index, so every back end gives the same
+  table.
+* Each point is keyed by a hash of its model (base model, overrides, seed,
+  duration, mode and record list). Finished rows are appended to
+  ``points.jsonl`` as they arrive; a resumed sweep skips every hash already
+  there, and Ctrl-C keeps them (exit 130).
+* Points travel in chunks so per-task overhead stays small at 10^5-10^7
+  points; the grid is expanded lazily, never held as configurations.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import os
+import re
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from irqlab.model import ModelError, from_dict, parse_duration, scenario_path
+
+MODES = ("simulate", "analyze", "both")
+GRID_KEYS = {"model", "vary", "seeds", "mode", "duration", "record", "chunk"}
+
+_TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
+
+
+# ---- model paths -------------------------------------------------------------
+
+def parse_path(path: str) -> list[str | int]:
+    """``vcpus[iovcpu.high].utilization`` -> ``["vcpus", "iovcpu.high",
+    "utilization"]``; ``tasks[0]`` -> ``["tasks", 0]`` (an index)."""
+    out: list[str | int] = []
+    pos = 0
+    for m in _TOKEN.finditer(path):
+        sep = path[pos:m.start()]
+        if sep != ("." if m.group(2) is not None and out else ""):
+            raise ValueError(f"{path}: not a model path (e.g. vcpus[V0].budget)")
+        key = m.group(1) if m.group(1) is not None else m.group(2)
+        out.append(int(key) if m.group(1) is not None and key.isdigit() else key)
+        pos = m.end()
+    if not out or pos != len(path):
+        raise ValueError(f"{path}: not a model path (e.g. vcpus[V0].budget)")
+    return out
+
+
+def _child(node: Any, key: str | int, where: str, create: bool) -> Any:
+    if isinstance(node, list):
+        if isinstance(key, int):
+            if key >= len(node):
+                raise IndexError(f"{where}: index {key} out of range ({len(node)} items)")
+            return node[key]
+        for item in node:
+            if isinstance(item, dict) and item.get("name") == key:
+                return item
+        names = ", ".join(str(i.get("name")) for i in node if isinstance(i, dict))
+        raise KeyError(f"{where}: no item named {key!r} (names: {names})")
+    if isinstance(node, dict):
+        if key not in node:
+            if not create:
+                raise KeyError(f"{where}: no field {key!r}")
+            node[key] = {}
+        return node[key]
+    raise KeyError(f"{where}: {type(node).__name__} has no field {key!r}")
+
+
+def set_path(model: dict[str, Any], path: str, value: Any) -> None:
+    """Set the field at ``path`` (see :func:`parse_path`) in ``model``;
+    missing mapping keys on the way are created (the model's validation
+    then judges them)."""
+    keys = parse_path(path)
+    node: Any = model
+    for i, k in enumerate(keys[:-1]):
+        node = _child(node, k, ".".join(map(str, keys[:i + 1])), create=True)
+    last = keys[-1]
+    if isinstance(node, list):
+        if not isinstance(last, int) or last >= len(node):
+            raise KeyError(f"{path}: not an index of a list of {len(node)}")
+        node[last] = value
+    elif isinstance(node, dict):
+        node[last] = value
+    else:
+        raise KeyError(f"{path}: {type(node).__name__} has no field {last!r}")
+
+
+def get_path(data: Any, path: str) -> Any:
+    """The value at ``path`` (see :func:`parse_path`); list items are found
+    by ``name`` (or ``task`` for analysis rows) or index."""
+    node = data
+    for i, k in enumerate(parse_path(path)):
+        where = f"{path} (at {k!r})"
+        if isinstance(node, list) and isinstance(k, str):
+            match = [x for x in node if isinstance(x, dict) and k in (x.get("name"), x.get("task"))]
+            if not match:
+                raise KeyError(f"{where}: no item named {k!r}")
+            node = match[0]
+        else:
+            node = _child(node, k, where if i else path, create=False)
+    return node
+
+
+# ---- value lists -------------------------------------------------------------
+
+def _split(v: Any, where: str) -> tuple[float, str]:
+    m = _NUMBER.match(str(v))
+    if not m:
+        raise ValueError(f"{where}: {v!r} is not a number with an optional unit")
+    return float(m.group(1)), m.group(2)
+
+
+def _fmt(x: float, unit: str) -> Any:
+    if not unit:
+        return int(x) if float(x).is_integer() else x
+    if float(x).is_integer():
+        return f"{int(x)}{unit}"
+    return f"{x:.6g}{unit}"
+
+
+def values(spec: Any, where: str) -> list[Any]:
+    """Expand one ``vary`` entry: a list (as is), ``{range: [start, stop,
+    step]}`` (stop included) or ``{logrange: [start, stop, n]}`` (n points,
+    geometric). Bounds may carry a unit (``1ms``, ``5%``); both ends the
+    same unit."""
+    if isinstance(spec, list):
+        if not spec:
+            raise ValueError(f"{where}: an empty list")
+        return list(spec)
+    if not isinstance(spec, dict) or len(spec) != 1 or next(iter(spec)) not in ("range",
+                                                                            "logrange"):
+        raise ValueError(f"{where}: {spec!r}: give a list, {{range: [start, stop, step]}} "
+                         "or {logrange: [start, stop, n]}")
+    kind, args = next(iter(spec.items()))
+    if not isinstance(args, list) or len(args) != 3:
+        raise ValueError(f"{where}.{kind}: {args!r} needs three items")
+    (a, ua), (b, ub) = _split(args[0], f"{where}.{kind}[0]"), _split(args[1], f"{where}.{kind}[1]")
+    step_arg = args[2]
+    if ua != ub:  # durations in different units: go through integer ns
+        try:
+            a, b = parse_duration(str(args[0])), parse_duration(str(args[1]))
+            if kind == "range":
+                step_arg = f"{parse_duration(str(step_arg))}ns"
+        except ValueError:
+            raise ValueError(f"{where}.{kind}: {args[0]!r} and {args[1]!r} need the same unit "
+                             "(or both durations)") from None
+        ua = "ns"
+    if kind == "range":
+        step, us = _split(step_arg, f"{where}.range[2]")
+        if us not in ("", ua) or step <= 0 or b < a:
+            raise ValueError(f"{where}.range: {args!r}: need start <= stop and a positive step "
+                             "in the same unit")
+        n = int(math.floor((b - a) / step + 1e-9)) + 1
+        return [_fmt(round(a + i * step, 12), ua) for i in range(n)]
+    n = args[2]
+    if not isinstance(n, int) or n < 2 or a <= 0 or b <= 0:
+        raise ValueError(f"{where}.logrange: {args!r}: need positive bounds and n >= 2 points")
+    xs = [float(f"{a * (b / a) ** (i / (n - 1)):.6g}") for i in range(n)]
+    return [_fmt(round(x) if ua == "ns" else x, ua) for x in xs]
+
+
+# ---- the grid ----------------------------------------------------------------
+
+@dataclass
+class Grid:
+    """A parsed grid file: the base model (dict), the varied paths and their
+    values, the seeds, the mode, an optional duration override and the
+    metrics/analysis paths to record (empty: every scalar)."""
+
+    model: dict[str, Any]
+    vary: dict[str, list[Any]]
+    seeds: list[int]
+    mode: str = "simulate"
+    duration: str | None = None
+    record: list[str] = field(default_factory=list)
+    chunk: int | None = None
+
+    @property
+    def size(self) -> int:
+        return math.prod(len(v) for v in self.vary.values()) * len(self.seeds)
+
+    def points(self) -> Iterator[dict[str, Any]]:
+        """The points in grid order: ``{path: value, ..., "seed": s}``."""
+        names = list(self.vary)
+        for combo in itertools.product(*self.vary.values(), self.seeds):
+            yield dict(zip([*names, "seed"], combo, strict=True))
+
+    def base_hash(self) -> str:
+        return _hash({"model": self.model, "mode": self.mode, "duration": self.duration,
+                      "record": self.record})
+
+    def point_model(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        m = json.loads(json.dumps(self.model))
+        for path, v in point.items():
+            if path != "seed":
+                set_path(m, path, v)
+        sim = m.setdefault("simulation", {})
+        sim["seed"] = point["seed"]
+        if self.duration is not None:
+            sim["duration"] = self.duration
+        return m
+
+
+def _hash(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, separators=(",", ":")).encode()
+                          ).hexdigest()
+
+
+def point_key(base_hash: str, point: Mapping[str, Any]) -> str:
+    """The point's key: a hash of its model (base model hash + overrides)."""
+    return _hash([base_hash, sorted(point.items())])[:20]
+
+
+def load_grid(path: Path | str) -> Grid:
+    """Read and check a grid file. ``model`` is a path relative to the grid
+    file or a shipped scenario name."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{p}: no such grid file") from None
+    except yaml.YAMLError as e:
+        raise ValueError(f"{p}: not YAML: {e}") from None
+    return grid_from_dict(raw, p.parent)
+
+
+def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
+    """A :class:`Grid` from the dict of a grid file (see :func:`load_grid`)."""
+    if not isinstance(raw, dict):
+        raise ValueError("grid: expected a mapping with model, vary, seeds, ...")
+    unknown = sorted(set(raw) - GRID_KEYS)
+    if unknown:
+        raise ValueError(f"grid: unknown field {unknown[0]!r} (fields: "
+                         f"{', '.join(sorted(GRID_KEYS))})")
+    ref = raw.get("model")
+    if isinstance(ref, dict):
+        model = ref
+    elif isinstance(ref, str):
+        mp = base / ref
+        if not mp.exists():
+            try:
+                mp = scenario_path(ref.removesuffix(".yaml"))
+            except ValueError:
+                raise FileNotFoundError(f"model: {ref}: no such file or shipped scenario") \
+                    from None
+        model = yaml.safe_load(mp.read_text())
+    else:
+        raise ValueError("model: required (a model file, a scenario name or a mapping)")
+    vary_raw = raw.get("vary") or {}
+    if not isinstance(vary_raw, dict):
+        raise ValueError("vary: expected a mapping of model path -> values")
+    vary = {k: values(v, f"vary.{k}") for k, v in vary_raw.items()}
+    seeds_raw = raw.get("seeds", [model.get("simulation", {}).get("seed", 0)])
+    if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool):
+        seeds = list(range(seeds_raw))
+    elif isinstance(seeds_raw, dict):
+        seeds = [int(x) for x in values(seeds_raw, "seeds")]
+    else:
+        seeds = seeds_raw
+    if not isinstance(seeds, list) or not seeds or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds):
+        raise ValueError(f"seeds: {seeds_raw!r}: give a count, a list of non-negative "
+                         "integers or a range")
+    mode = raw.get("mode", "simulate")
+    if mode not in MODES:
+        raise ValueError(f"mode: {mode!r} is not one of {', '.join(MODES)}")
+    record = raw.get("record") or []
+    if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
+        raise ValueError("record: expected a list of paths like sim.tasks[high].response.max_ns")
+    for r in record:
+        if not r.startswith(("sim.", "analysis.")):
+            raise ValueError(f"record: {r}: start with sim. (metrics.json) or analysis. "
+                             "(irqlab analyze)")
+        parse_path(r)
+    chunk = raw.get("chunk")
+    if chunk is not None and (not isinstance(chunk, int) or chunk <= 0):
+        raise ValueError(f"chunk: {chunk!r} must be a positive integer")
+    g = Grid(model, vary, seeds, mode, raw.get("duration"), record, chunk)
+    # Fail before running anything when a path or value does not fit.
+    for path in vary:
+        try:
+            set_path(json.loads(json.dumps(model)), path, vary[path][0])
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"vary.{path}: {e.args[0] if e.args else e}") from None
+    for point in itertools.islice(g.points(), 1):
+        try:
+            from_dict(g.point_model(point))
+        except ModelError as e:
+            raise ValueError(f"the grid's first point is not a valid model: {e}") from None
+    return g
+
+
+# ---- running one point -------------------------------------------------------
+
+def flatten(data: Any, prefix: str) -> dict[str, Any]:
+    """Every scalar leaf of ``data`` as ``prefix.a[name].b``; lists of named
+    rows are keyed by name, other lists of scalars are left out."""
+    out: dict[str, Any] = {}
+    if isinstance(data, dict):
+        for k, v in data.items():
+            out |= flatten(v, f"{prefix}.{k}")
+    elif isinstance(data, list):
+        for i, v in enumerate(data):
+            if isinstance(v, dict):
+                key = v.get("name") or (f"{v['task']}/{v['device']}" if "task" in v and
+                                         "device" in v else None) or str(i)
+                out |= flatten(v, f"{prefix}[{key}]")
+    else:
+        out[prefix] = data
+    return out
+
+
+def run_point(grid: Grid, point: Mapping[str, Any]) -> dict[str, Any]:
+    """Run one point; returns its recorded values (no point columns).
+    An invalid point gives ``error`` instead of raising."""
+    from irqlab.analysis import bounds
+    from irqlab.sim import simulate
+
+    try:
+        m = from_dict(grid.point_model(point))
+    except ModelError as e:
+        return {"error": str(e).replace("\n", "; ")}
+    data: dict[str, Any] = {}
+    if grid.mode in ("simulate", "both"):
+        data["sim"] = simulate(m).metrics
+    if grid.mode in ("analyze", "both"):
+        data["analysis"] = bounds(m)
+    if not grid.record:
+        out: dict[str, Any] = {}
+        for k, v in data.items():
+            out |= flatten(v, k)
+        return out | {"error": None}
+    rec: dict[str, Any] = {"error": None}
+    for r in grid.record:
+        try:
+            rec[r] = get_path(data, r)
+        except (KeyError, IndexError) as e:
+            rec[r] = None
+            rec["error"] = str(e.args[0] if e.args else e)
+    return rec
+
+
+def run_chunk(grid: Grid, items: Sequence[tuple[int, str, dict[str, Any]]]) \
+        -> list[dict[str, Any]]:
+    """Run the points ``(index, key, point)`` of one chunk; returns rows."""
+    return [{"index": i, "point": key, **p, **run_point(grid, p)} for i, key, p in items]
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# ---- back ends ---------------------------------------------------------------
+
+Chunk = list[tuple[int, str, dict[str, Any]]]
+
+
+class LocalBackend:
+    """Local processes (all cores by default); workers ignore Ctrl-C, the
+    parent stops submitting and keeps what finished."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or os.cpu_count() or 1)
+
+    def run(self, grid: Grid, chunks: Iterator[Chunk]) -> Iterator[list[dict[str, Any]]]:
+        with ProcessPoolExecutor(self.workers, initializer=_ignore_sigint) as pool:
+            pending: set[Future[list[dict[str, Any]]]] = set()
+            try:
+                for chunk in itertools.chain(chunks, [None]):
+                    if chunk is not None:
+                        pending.add(pool.submit(run_chunk, grid, chunk))
+                    while pending and (chunk is None or len(pending) >= 2 * self.workers):
+                        done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                        for f in done:
+                            yield f.result()
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskBackend:
+    """Dask distributed: a scheduler address (``tcp://host:port``) or a
+    ``LocalCluster`` of ``local_workers`` single-threaded processes."""
+
+    def __init__(self, address: str | None = None, local_workers: int | None = None) -> None:
+        self.address = address
+        self.local_workers = local_workers
+
+    def run(self, grid: Grid, chunks: Iterator[Chunk]) -> Iterator[list[dict[str, Any]]]:
+        try:
+            from distributed import Client, LocalCluster, as_completed
+        except ImportError:
+            raise ImportError("the Dask back end needs dask[distributed]: "
+                              "pip install 'dask[distributed]'") from None
+        cluster = None
+        if self.address is None:
+            cluster = LocalCluster(n_workers=self.local_workers or 2, threads_per_worker=1,
+                                   processes=True, dashboard_address=None)
+        client = Client(cluster if cluster is not None else self.address)
+        try:
+            grid_f = client.scatter(grid, broadcast=True)
+            window = 4 * max(1, len(client.scheduler_info().get("workers", {})) or 1)
+            ac = as_completed()
+            it = iter(chunks)
+            for chunk in itertools.islice(it, window):
+                ac.add(client.submit(run_chunk, grid_f, chunk, pure=False))
+            for f in ac:
+                yield f.result()
+                nxt = next(it, None)
+                if nxt is not None:
+                    ac.add(client.submit(run_chunk, grid_f, nxt, pure=False))
+        finally:
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+# ---- the sweep ---------------------------------------------------------------
+
+class Progress:
+    """A one-line progress report on stderr (points, rate, ETA), redrawn at
+    most a few times a second."""
+
+    def __init__(self, total: int, enabled: bool, label: str = "points") -> None:
+        self.total, self.enabled, self.label = total, enabled, label
+        self.t0 = self.last = time.monotonic()
+        self.done = 0
+
+    def update(self, n: int, force: bool = False) -> None:
+        self.done += n
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < 0.2 and not force):
+            return
+        self.last = now
+        rate = self.done / max(now - self.t0, 1e-9)
+        left = (self.total - self.done) / rate if rate > 0 else float("inf")
+        eta = time.strftime("%H:%M:%S", time.gmtime(left)) if math.isfinite(left) else "?"
+        print(f"\r  {self.done}/{self.total} {self.label} "
+              f"({100 * self.done / max(self.total, 1):.0f} %), {rate:.1f}/s, ETA {eta}   ",
+              end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled:
+            self.update(0, force=True)
+            print(file=sys.stderr)
+
+
+@dataclass
+class SweepResult:
+    """What :func:`run_sweep` did: the output files, the rows (sorted by
+    grid index), how many points ran now and how many were reused, and
+    whether Ctrl-C stopped it."""
+
+    rows: list[dict[str, Any]]
+    computed: int
+    reused: int
+    interrupted: bool
+    files: list[Path]
+
+    def to_pandas(self) -> Any:
+        from irqlab.sim import _pandas
+
+        return _pandas().DataFrame.from_records(self.rows)
+
+
+def _read_done(path: Path) -> dict[str, dict[str, Any]]:
+    done: dict[str, dict[str, Any]] = {}
+    if not path.exists():
+        return done
+    for line in path.read_text().splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill: that point runs again
+        done[row["point"]] = row
+    return done
+
+
+def _chunks(items: Iterable[tuple[int, str, dict[str, Any]]], size: int) -> Iterator[Chunk]:
+    it = iter(items)
+    while chunk := list(itertools.islice(it, size)):
+        yield chunk
+
+
+def write_tables(rows: list[dict[str, Any]], out: Path) -> list[Path]:
+    """``results.parquet`` and ``results.csv`` (pyarrow) from the rows."""
+    try:
+        import pyarrow as pa
+        import pyarrow.csv as pacsv
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise ImportError("sweep tables need pyarrow: pip install pyarrow") from None
+    cols: dict[str, None] = {}
+    for r in rows:
+        cols |= dict.fromkeys(r)
+    table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
+    files = [out / "results.parquet", out / "results.csv"]
+    pq.write_table(table, files[0])
+    pacsv.write_csv(table, files[1])
+    return files
+
+
+def run_sweep(grid: Grid, out: Path | str, *, backend: LocalBackend | DaskBackend | None = None,
+              progress: bool = False, chunk: int | None = None,
+              on_chunk: Callable[[int], None] | None = None) -> SweepResult:
+    """Run every point of ``grid`` not already in ``out/points.jsonl``;
+    write ``results.parquet`` and ``results.csv`` (one row per point, sorted
+    by grid index). Ctrl-C stops it keeping the finished points
+    (``interrupted``). ``on_chunk`` is called with the number of rows of
+    each chunk as it lands."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "points.jsonl"
+    done = _read_done(log)
+    bh = grid.base_hash()
+    keys = [(i, point_key(bh, p), p) for i, p in enumerate(grid.points())]
+    todo = [k for k in keys if k[1] not in done]
+    size = chunk or grid.chunk or max(1, min(64, len(todo) // (8 * (os.cpu_count() or 1)) or 1))
+    bar = Progress(len(todo), progress)
+    backend = backend or LocalBackend()
+    interrupted = False
+    computed = 0
+    try:
+        with log.open("a") as f:
+            for rows in backend.run(grid, _chunks(todo, size)):
+                for r in rows:
+                    f.write(json.dumps(r, sort_keys=True) + "\n")
+                    done[r["point"]] = r
+                f.flush()
+                computed += len(rows)
+                bar.update(len(rows))
+                if on_chunk:
+                    on_chunk(len(rows))
+    except KeyboardInterrupt:
+        interrupted = True
+    bar.close()
+    wanted = {k for _, k, _ in keys}
+    rows = sorted((r for k, r in done.items() if k in wanted), key=lambda r: r["index"])
+    files = [log, *write_tables(rows, out)] if rows else [log]
+    return SweepResult(rows, computed, len(keys) - len(todo), interrupted, files)
