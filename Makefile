@@ -9,8 +9,9 @@ PIP := $(VENV)/bin/pip
 CARGO ?= cargo
 # Debian packages the tests need (GHDL simulates and synthesizes the Latencies IP,
 # yosys maps it to FPGA cells for the synthesis sanity check; rt-tests gives
-# cyclictest, the timer-latency floor of bench/dispatch).
-APT_PACKAGES := ghdl yosys rt-tests
+# cyclictest, the timer-latency floor of bench/dispatch; chromium renders the
+# `irqlab report` page headless in tests/python/test_report.py).
+APT_PACKAGES := ghdl yosys rt-tests chromium
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 

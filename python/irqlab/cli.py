@@ -21,6 +21,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.simulate",
     "irqlab.commands.analyze",
     "irqlab.commands.sweep",
+    "irqlab.commands.report",
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
     "irqlab.commands.run",

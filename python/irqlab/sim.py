@@ -99,11 +99,13 @@ class Table:
 
 @dataclass
 class SimResult:
-    """One simulation run: ``metrics`` (the ``metrics.json`` dict) and
-    ``trace`` (Perfetto trace-event dict; empty unless tracing was on)."""
+    """One simulation run: ``metrics`` (the ``metrics.json`` dict),
+    ``trace`` (Perfetto trace-event dict; empty unless tracing was on) and
+    ``config`` (the configuration that ran, every default filled in)."""
 
     metrics: dict[str, Any]
     trace: dict[str, Any]
+    config: dict[str, Any] | None = None
 
     @property
     def partial(self) -> bool:
@@ -209,8 +211,8 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
         cfg["trace"] = trace
     if isinstance(cfg.get("trace"), bool):  # shorthand: trace on/off
         cfg["trace"] = {"enabled": cfg["trace"]}
-    metrics, tr = _sim.run(json.dumps(cfg))
-    return SimResult(json.loads(metrics), json.loads(tr))
+    metrics, tr, resolved = _sim.run(json.dumps(cfg))
+    return SimResult(json.loads(metrics), json.loads(tr), json.loads(resolved))
 
 
 def metrics_schema() -> dict[str, Any]:
@@ -234,7 +236,8 @@ def top_n(values: Mapping[str, float], n: int = PLOT_TOP_N) -> tuple[dict[str, f
 def write_outputs(result: SimResult, out_dir: Path, *, title: str = "irqlab simulation",
                   plots: bool = True) -> list[Path]:
     """Write ``metrics.json``, ``trace.json`` when tracing was on (open in
-    ui.perfetto.dev) and, unless ``plots`` is False, PNG plots (CPU share per server; I/O latency
+    ui.perfetto.dev), ``config.json`` (the configuration that ran; ``irqlab
+    report`` reads it) and, unless ``plots`` is False, PNG plots (CPU share per server; I/O latency
     per device; at most ``PLOT_TOP_N`` bars each) into ``out_dir``; returns
     the paths. JSON is written with sorted keys so the same run gives
     byte-identical files."""
@@ -243,7 +246,10 @@ def write_outputs(result: SimResult, out_dir: Path, *, title: str = "irqlab simu
     files[0].write_text(json.dumps(result.metrics, indent=1, sort_keys=True) + "\n")
     if result.trace.get("traceEvents"):  # tracing was on
         files.append(out_dir / "trace.json")
-        files[1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
+        files[-1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
+    if result.config is not None:
+        files.append(out_dir / "config.json")
+        files[-1].write_text(json.dumps(result.config, indent=1, sort_keys=True) + "\n")
     if not plots:
         return files
     from irqlab import plots as p

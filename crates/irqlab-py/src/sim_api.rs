@@ -30,15 +30,17 @@ fn readable(msg: &str) -> String {
     }
 }
 
-/// Simulate `config_json`; returns `(metrics_json, trace_json)`.
+/// Simulate `config_json`; returns `(metrics_json, trace_json,
+/// resolved_config_json)` (the configuration with every default filled in).
 #[pyfunction]
-fn run(py: Python<'_>, config_json: &str) -> PyResult<(String, String)> {
+fn run(py: Python<'_>, config_json: &str) -> PyResult<(String, String, String)> {
     let cfg = parse_config(config_json)?;
-    py.detach(|| -> Result<(String, String), String> {
+    let resolved = serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    py.detach(|| -> Result<(String, String, String), String> {
         let (m, trace) = simulate(cfg).map_err(|e| e.to_string())?;
         let m = serde_json::to_string(&m).map_err(|e| e.to_string())?;
         let t = serde_json::to_string(&trace).map_err(|e| e.to_string())?;
-        Ok((m, t))
+        Ok((m, t, resolved))
     })
     .map_err(PyValueError::new_err)
 }

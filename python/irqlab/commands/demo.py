@@ -8,7 +8,8 @@
    with one xHCI interrupter (one I/O VCPU for everyone) and Quest with two
    interrupters (differentiated service), prints the high task's read
    latency side by side with the paper's claims, and writes the metrics
-   JSON, a Perfetto trace and plots, saying where they are.
+   JSON, a Perfetto trace, plots and an HTML report of Linux next to Quest
+   (``irqlab report``), saying where they are.
 2. It then walks through the first milliseconds of a QUEST-VCPU Table 1
    system decision by decision: the budget of the dispatched VCPU, its
    `next_update`, and the I/O VCPU's inherited period, eligibility time and
@@ -35,6 +36,7 @@ from irqlab import experiments
 from irqlab.commands.reproduce import format_checks
 from irqlab.core import Scheduler, percent, us
 from irqlab.experiments import usb_priority_inversion
+from irqlab.report import write_report
 from irqlab.sim import simulate, write_outputs
 
 UNIT = us(100)  # QUEST-VCPU Table 1: base unit 100 us
@@ -81,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = usb_priority_inversion.config(system, 1_000_000_000)
         cfg["trace"] = {"enabled": True, "until": 50_000_000}
         files += write_outputs(simulate(cfg), out / system, title=system)
+    files.append(write_report([out / "linux-fifo", out / "quest-2-interrupters"],
+                              out / "report.html"))
     print("\nOutputs:")
     for f in [*result.files, *map(str, files)]:
         print(f"  {f}")

@@ -29,6 +29,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "simulation.trace_max_events, else 200000); past it the "
                         "trace is cut and a warning says so")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
+    p.add_argument("--report", action="store_true",
+                   help="also write DIR/report.html (irqlab report; implies --trace)")
     p.set_defaults(func=run)
 
 
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             cfg["duration"] = parse_duration(args.duration)
         except ValueError as e:
             raise ValueError(f"--duration: {e}") from None
-    if args.trace:
+    if args.trace or args.report:
         cfg["trace"] = {**cfg.get("trace", {}), "enabled": True}
     if args.trace_max_events is not None:
         if args.trace_max_events < 1:
@@ -56,6 +58,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: the trace reached its limit of {limit} events and was cut; "
               "raise --trace-max-events or simulation.trace_max_events", file=sys.stderr)
     files = write_outputs(result, args.out, title=args.model.stem, plots=not args.no_plots)
+    if args.report:
+        from irqlab.report import write_report
+
+        files.append(write_report([args.out], args.out / "report.html", names=[args.model.stem]))
     summary(result.metrics)
     for w in m.warnings:
         print(f"  warning: {w}")

@@ -1,0 +1,502 @@
+"""Self-contained HTML report of one or more simulation runs (``irqlab
+report RUN_DIR...``, ``irqlab simulate --report``; DESIGN.md §12).
+
+A run directory is what ``irqlab simulate`` writes: ``metrics.json``,
+``trace.json`` and ``config.json`` (the resolved configuration, for the
+model summary, the deadlines and the analysis). The page holds the model
+summary, the analysis verdicts and bounds next to the simulated values, a
+Gantt chart of a window per CPU (threads, ISRs, servers, budget),
+response-time CDFs and histograms per task with deadline and bound lines,
+I/O latency per class, and CPU share over time; given several runs, the
+same tables side by side (design A vs B) and the curves overlaid.
+
+Design principles: one file, no network (images are inline PNG data
+URIs); every number in a table comes straight from ``metrics.json`` and
+carries ``data-key``/``data-value`` attributes (the raw value) so tests can
+check the page against the run; plotting cost is bounded whatever the
+model's size: at most ``TOP_N`` tasks, servers and devices per plot and at
+most ``MAX_GANTT`` trace slices, the cut stated on the page.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+TOP_N = 12
+MAX_GANTT = 20_000
+DEFAULT_WINDOW_NS = 20_000_000
+
+
+@dataclass
+class Run:
+    """One run directory, loaded."""
+
+    name: str
+    metrics: dict[str, Any]
+    trace: dict[str, Any]
+    config: dict[str, Any] | None
+
+    @classmethod
+    def load(cls, path: Path, name: str | None = None) -> Run:
+        mp = path / "metrics.json"
+        if not mp.exists():
+            raise FileNotFoundError(f"{path}: no metrics.json (not a run directory of "
+                                    "irqlab simulate)")
+        tp, cp = path / "trace.json", path / "config.json"
+        return cls(name or path.name, json.loads(mp.read_text()),
+                   json.loads(tp.read_text()) if tp.exists() else {},
+                   json.loads(cp.read_text()) if cp.exists() else None)
+
+
+# ---- formatting --------------------------------------------------------------
+
+def _esc(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _us(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    return f"{ns / 1e6:.3f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} us"
+
+
+def _cell(value: Any, key: str, text: str | None = None) -> str:
+    """A table cell with its raw value for checks (``data-value``)."""
+    raw = "" if value is None else json.dumps(value)
+    shown = text if text is not None else ("-" if value is None else str(value))
+    return f'<td data-key="{_esc(key)}" data-value="{_esc(raw)}">{_esc(shown)}</td>'
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=90)
+    plt.close(fig)
+    return ('<img alt="plot" src="data:image/png;base64,'
+            + base64.b64encode(buf.getvalue()).decode() + '">')
+
+
+def _top(rows: list[dict[str, Any]], key: Any, n: int = TOP_N) -> tuple[list[dict[str, Any]],
+                                                                       str]:
+    if len(rows) <= n:
+        return rows, ""
+    ranked = sorted(rows, key=key, reverse=True)[:n]
+    return ranked, f'<p class="note">Showing the top {n} of {len(rows)}.</p>'
+
+
+# ---- what the model promises ---------------------------------------------------
+
+def deadline_ns(cfg: dict[str, Any] | None, task: str) -> int | None:
+    """A task's relative deadline (ns): explicit, else its period."""
+    for t in (cfg or {}).get("tasks", []):
+        if t["name"] == task:
+            rel = t.get("release", {})
+            return rel.get("deadline") or rel.get("period")
+    return None
+
+
+def run_bounds(run: Run) -> dict[str, Any]:
+    """The analysis of the run's configuration (``irqlab.analysis.bounds``),
+    or ``{"error": why}``."""
+    if run.config is None:
+        return {"error": "no config.json in the run directory"}
+    from irqlab.analysis import bounds
+
+    try:
+        return bounds(run.config)
+    except ValueError as e:
+        return {"error": str(e)}
+
+
+def task_bounds(b: dict[str, Any]) -> dict[str, int]:
+    """Response-time bound per task name (ns) where the analysis gives one."""
+    out: dict[str, int] = {}
+    for c in b.get("hypervisor", {}).get("cpus", []):
+        for t in c["tasks"]:
+            if t.get("response") is not None:
+                out[t["name"]] = t["response"]
+    return out
+
+
+# ---- sections ------------------------------------------------------------------
+
+def _summary(runs: Sequence[Run]) -> str:
+    rows = []
+    for r in runs:
+        m = r.metrics
+        cfg = r.config or {}
+        part = " (partial: stopped early)" if m.get("partial") else ""
+        rows.append(
+            f"<tr><th>{_esc(r.name)}</th><td>{_esc(m['path'])}</td>"
+            + _cell(len(m["cpus"]), f"{r.name}.cpus")
+            + _cell(m["duration_ns"], f"{r.name}.duration_ns", _us(m["duration_ns"]) + part)
+            + _cell(m["seed"], f"{r.name}.seed") + _cell(m["events"], f"{r.name}.events")
+            + f"<td>{len(m['servers'])} servers, {len(m['tasks'])} tasks, "
+            f"{len(m['devices'])} devices, {len(m['virqs'])} virtual interrupts"
+            f"{'' if cfg else ' (no config.json)'}</td></tr>")
+    head = ("<tr><th>run</th><th>path</th><th>CPUs</th><th>simulated</th><th>seed</th>"
+            "<th>events</th><th>model</th></tr>")
+    out = [f"<h2>Runs</h2><table>{head}{''.join(rows)}</table>"]
+    for r in runs:
+        if not r.config:
+            continue
+        srv, note = _top(r.config["servers"], key=lambda s: s.get("budget", 0) or 0)
+        body = "".join(
+            f"<tr><td>{_esc(s['name'])}</td><td>{s['cpu']}</td><td>{_esc(s['policy'])}</td>"
+            f"<td>{_esc(_server_params(s))}</td></tr>" for s in srv)
+        out.append(f"<h3>{_esc(r.name)}: servers</h3>{note}<table><tr><th>server</th>"
+                   f"<th>CPU</th><th>policy</th><th>parameters</th></tr>{body}</table>")
+    return "".join(out)
+
+
+def _server_params(s: dict[str, Any]) -> str:
+    if s.get("budget") is not None and s.get("period") is not None:
+        return f"budget {_us(s['budget'])} every {_us(s['period'])}"
+    if s.get("num") is not None:
+        return f"utilization {100 * s['num'] / s['den']:.2f} %"
+    if s.get("runtime") is not None:
+        return f"runtime {_us(s['runtime'])} every {_us(s['period'])}"
+    return ""
+
+
+def _analysis(run: Run, b: dict[str, Any]) -> str:
+    m = run.metrics
+    if "error" in b:
+        return f"<h3>{_esc(run.name)}: analysis</h3><p class='note'>{_esc(b['error'])}</p>"
+    rows = []
+    if b.get("path") == "hypervisor":
+        sim_srv = {s["name"]: s["response"] for s in m["servers"]}
+        sim_task = {t["name"]: t["response"] for t in m["tasks"]}
+        sim_virq = {v["name"]: v["handling"] for v in m["virqs"]}
+        for c in b["hypervisor"]["cpus"]:
+            for s in c["servers"]:
+                rows.append(("VINT Eq. 3", s["name"], s["response"],
+                             (sim_srv.get(s["name"]) or {}).get("max_ns"), s["schedulable"]))
+            for t in c["tasks"]:
+                rows.append(("VINT Eq. 4", t["name"], t["response"],
+                             (sim_task.get(t["name"]) or {}).get("max_ns"), t["schedulable"]))
+            for v in c["virtual_interrupts"]:
+                rows.append((f"VINT Eq. {v['equation']}", v["name"], v["bound"],
+                             (sim_virq.get(v["name"]) or {}).get("max_ns"), v["serviceable"]))
+    else:
+        for c in b.get("cpus", []):
+            rows.append(("QUEST-VCPU Eq. 1", f"cpu {c['cpu']} demand "
+                         f"{100 * c['demand']:.1f} % / bound {100 * c['bound']:.1f} %",
+                         None, None, c["passes"]))
+        devs = {d["name"]: d["latency"] for d in m["devices"]}
+        for e in b.get("io_bounds", []):
+            rows.append(("USB-DIFFSERV Eq. 1-2", f"{e['task']} reading {e['device']}",
+                         e["latency_bound_ns"], (devs.get(e["device"]) or {}).get("max_ns"),
+                         None))
+    body = []
+    for i, (eq, item, bound, sim, ok) in enumerate(rows):
+        within = "-" if bound is None or sim is None else ("yes" if sim <= bound else "NO")
+        verdict = "-" if ok is None else ("holds" if ok else "FAILS")
+        body.append(f"<tr><td>{_esc(eq)}</td><td>{_esc(item)}</td>"
+                    + _cell(bound, f"{run.name}.bound.{i}", _us(bound) if bound else "-")
+                    + _cell(sim, f"{run.name}.simulated_max.{i}", _us(sim))
+                    + f"<td>{within}</td><td>{verdict}</td></tr>")
+    if not body:
+        return ""
+    return (f"<h3>{_esc(run.name)}: analysis next to the simulation</h3><table><tr>"
+            "<th>equation</th><th>item</th><th>bound</th><th>simulated max</th>"
+            f"<th>within</th><th>verdict</th></tr>{''.join(body)}</table>")
+
+
+def _side_by_side(runs: Sequence[Run], kind: str, fields: list[tuple[str, str, str]]) -> str:
+    """One table: a row per item (per item and run when there are several
+    runs, next to each other), a column per field. ``fields``: (label,
+    dotted path in the item, unit: ns | fraction | count | Bps)."""
+    names: list[str] = []
+    by_run: list[dict[str, dict[str, Any]]] = []
+    for r in runs:
+        items = {x["name"]: x for x in r.metrics[kind]}
+        by_run.append(items)
+        names += [n for n in items if n not in names]
+    note = ""
+    if len(names) > TOP_N * 4:
+        note = f'<p class="note">Showing the first {TOP_N * 4} of {len(names)} {kind}.</p>'
+        names = names[:TOP_N * 4]
+    many = len(runs) > 1
+    head = ("<th>name</th>" + ("<th>run</th>" if many else "")
+            + "".join(f"<th>{_esc(label)}</th>" for label, _, _ in fields))
+    body = []
+    for n in names:
+        for r, items in zip(runs, by_run, strict=True):
+            if n not in items:
+                continue
+            cells = []
+            for _, path, unit in fields:
+                v: Any = items[n]
+                for k in path.split("."):
+                    v = v.get(k) if isinstance(v, dict) else None
+                text = None
+                if v is not None:
+                    text = (_us(v) if unit == "ns" else f"{100 * v:.2f} %" if unit == "fraction"
+                            else f"{v:,.0f} B/s" if unit == "Bps" else None)
+                cells.append(_cell(v, f"{r.name}.{kind}.{n}.{path}", text))
+            run_col = f"<td>{_esc(r.name)}</td>" if many else ""
+            body.append(f"<tr><td>{_esc(n)}</td>{run_col}{''.join(cells)}</tr>")
+    return (f"<h2>{kind.capitalize()}</h2>{note}<table class='{kind}'><tr>{head}</tr>"
+            f"{''.join(body)}</table>")
+
+
+def _cdf(ax: Any, hist: list[list[int]], label: str) -> None:
+    total = sum(b[2] for b in hist)
+    xs, ys, acc = [hist[0][0] / 1e3], [0.0], 0
+    for lo, hi, c in hist:
+        acc += c
+        xs += [lo / 1e3, hi / 1e3]
+        ys += [ys[-1], acc / total]
+    ax.plot(xs, ys, label=label)
+
+
+def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
+    names: list[str] = []
+    for r in runs:
+        names += [t["name"] for t in r.metrics["tasks"]
+                  if t["response"]["count"] and t["name"] not in names]
+    if not names:
+        return ""
+    note = ""
+    if len(names) > TOP_N:
+        counts = {n: max((t["response"]["count"] for r in runs for t in r.metrics["tasks"]
+                          if t["name"] == n), default=0) for n in names}
+        names = sorted(names, key=lambda n: -counts[n])[:TOP_N]
+        note = f'<p class="note">Tasks with the most jobs: {TOP_N} shown.</p>'
+    out = [f"<h2>Response times</h2>{note}<p>CDF and histogram per task (release to "
+           "completion); dashed: the deadline, dotted: the analysis bound.</p><div class=grid>"]
+    for n in names:
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 2.6))
+        for r in runs:
+            t = next((t for t in r.metrics["tasks"] if t["name"] == n), None)
+            if t is None or not t["response"]["count"]:
+                continue
+            h = t["response"]["histogram_ns"]
+            _cdf(a1, h, r.name)
+            a2.bar([(lo + hi) / 2e3 for lo, hi, _ in h], [c for _, _, c in h],
+                   width=[max((hi - lo) / 1e3, 1e-3) for lo, hi, _ in h], alpha=0.6,
+                   label=r.name)
+        dl = deadline_ns(runs[0].config, n)
+        bd = next((b[n] for b in map(task_bounds, bounds) if n in b), None)
+        for ax in (a1, a2):
+            if dl:
+                ax.axvline(dl / 1e3, color="red", ls="--", lw=1, label="deadline")
+            if bd:
+                ax.axvline(bd / 1e3, color="black", ls=":", lw=1, label="bound")
+            ax.set_xlabel("response (us)")
+        a1.set_ylabel("fraction of jobs")
+        a2.set_ylabel("jobs")
+        a1.set_title(n, fontsize=9)
+        a1.legend(fontsize=7)
+        fig.tight_layout()
+        out.append(_png(fig))
+    return "".join(out) + "</div>"
+
+
+def _io_latency(runs: Sequence[Run]) -> str:
+    fig, ax = plt.subplots(figsize=(8, 3))
+    drawn = 0
+    for r in runs:
+        classes = [c["name"] for c in (r.config or {}).get("classes", [])]
+        by_class: dict[str, list[list[int]]] = defaultdict(list)
+        cls_of = {d["name"]: d.get("class") for d in (r.config or {}).get("devices", [])}
+        for d in r.metrics["devices"]:
+            if not d["latency"]["count"]:
+                continue
+            c = cls_of.get(d["name"])
+            label = classes[c] if isinstance(c, int) and c < len(classes) else d["name"]
+            by_class[label] += d["latency"]["histogram_ns"]
+        for label, hist in list(by_class.items())[:TOP_N]:
+            _cdf(ax, sorted(hist), f"{r.name}: {label}" if len(runs) > 1 else label)
+            drawn += 1
+    if not drawn:
+        plt.close(fig)
+        return ""
+    ax.set_xlabel("I/O request latency (us)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_xscale("log")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return ("<h2>I/O latency per class</h2><p>Request submission (or arrival) to return "
+            "to the task, all devices of a class together.</p>" + _png(fig))
+
+
+def _share(runs: Sequence[Run]) -> str:
+    out = ["<h2>CPU share over time</h2>"]
+    for r in runs:
+        srv, note = _top(r.metrics["servers"], key=lambda s: s["share_fraction"])
+        w = r.metrics["window_ns"] / 1e9
+        fig, ax = plt.subplots(figsize=(8, 3))
+        for s in srv:
+            ys = [100 * v for v in s["share_windows_fraction"]]
+            xs = [(i + 0.5) * w for i in range(len(ys))]
+            ax.plot(xs, ys, marker="o", ms=3, label=s["name"])
+        ax.set_xlabel("time (s)")
+        ax.set_ylabel("% of its CPU")
+        ax.set_title(r.name, fontsize=9)
+        ax.legend(fontsize=7, ncol=2)
+        fig.tight_layout()
+        out.append(note + _png(fig))
+    return "".join(out)
+
+
+def _gantt(run: Run, window: tuple[int, int] | None) -> str:
+    events = [e for e in run.trace.get("traceEvents", []) if e.get("ph") in ("X", "C")]
+    if not events:
+        return (f"<h3>{_esc(run.name)}: schedule</h3><p class='note'>No trace recorded "
+                "(simulate with --trace).</p>")
+    t0 = min(e["ts"] for e in events)
+    lo, hi = (window if window else (int(t0 * 1e3), int(t0 * 1e3) + DEFAULT_WINDOW_NS))
+    lo_us, hi_us = lo / 1e3, hi / 1e3
+    names: dict[tuple[int, int], str] = {}
+    for e in run.trace.get("traceEvents", []):
+        if e.get("ph") == "M" and e.get("name") == "thread_name":
+            names[(e["pid"], e["tid"])] = e["args"]["name"]
+    rows: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
+    budget: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    cut = 0
+    for e in events:
+        if e["ph"] == "C":
+            if lo_us <= e["ts"] <= hi_us:
+                budget[e["name"]].append((e["ts"], e["args"]["budget"]))
+            continue
+        if e["ts"] + e["dur"] < lo_us or e["ts"] > hi_us:
+            continue
+        if sum(map(len, rows.values())) >= MAX_GANTT:
+            cut += 1
+            continue
+        pid, tid = e["pid"], e["tid"]
+        if pid < 1000:
+            row = f"CPU {pid}" + (" switch" if tid == 1 else "")
+        else:
+            row = f"  {names.get((pid, tid), f'server {tid}')}"
+        kind = e.get("cat", "")
+        rows[row].append((e["ts"], e["dur"], "isr" if kind == "isr" else e["name"]))
+    cpu_rows = sorted(r for r in rows if r.startswith("CPU"))
+    srv_rows = sorted((r for r in rows if not r.startswith("CPU")),
+                      key=lambda r: -sum(d for _, d, _ in rows[r]))
+    note = ""
+    if len(srv_rows) > TOP_N:
+        note = f"Busiest {TOP_N} of {len(srv_rows)} servers shown. "
+        srv_rows = srv_rows[:TOP_N]
+    if cut:
+        note += f"{cut} slices beyond the first {MAX_GANTT} left out. "
+    order = cpu_rows + srv_rows
+    labels = sorted({lab for r in order for _, _, lab in rows[r]})
+    cmap = plt.get_cmap("tab20")
+    color = {lab: ("red" if lab == "isr" else cmap(i % 20)) for i, lab in enumerate(labels)}
+    nb = min(len(budget), 6)
+    fig, axes = plt.subplots(2 if nb else 1, 1, figsize=(10, 0.35 * len(order) + 1.5 +
+                                                          (1.6 if nb else 0)),
+                             gridspec_kw={"height_ratios": [max(len(order), 1), 3]} if nb
+                             else None, squeeze=False)
+    ax = axes[0][0]
+    for y, r in enumerate(order):
+        segs = rows[r]
+        ax.broken_barh([((s - lo_us) / 1e3, d / 1e3) for s, d, _ in segs], (y - 0.4, 0.8),
+                       facecolors=[color[lab] for _, _, lab in segs])
+    ax.set_yticks(range(len(order)), order, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, (hi_us - lo_us) / 1e3)
+    ax.set_xlabel(f"time (ms) from {lo / 1e6:g} ms")
+    shown = [lab for lab in labels if lab != "isr"][:15]
+    ax.legend(handles=[matplotlib.patches.Patch(color=color[lab], label=lab)
+                       for lab in ["isr", *shown] if lab in color], fontsize=6, ncol=4,
+              loc="upper right")
+    if nb:
+        bx = axes[1][0]
+        for name, pts in list(budget.items())[:nb]:
+            pts.sort()
+            bx.step([(t - lo_us) / 1e3 for t, _ in pts], [max(v, 0) for _, v in pts],
+                    where="post", label=name.removeprefix("budget ").removesuffix(" (us)"))
+        bx.set_xlim(0, (hi_us - lo_us) / 1e3)
+        bx.set_ylabel("budget (us)")
+        bx.legend(fontsize=6, ncol=3)
+    fig.tight_layout()
+    return (f"<h3>{_esc(run.name)}: schedule {lo / 1e6:g}-{hi / 1e6:g} ms</h3>"
+            f"<p class='note'>{note}Top rows: what each CPU runs (ISRs in red); below: "
+            "each server's execution; bottom: remaining budget at each dispatch.</p>"
+            + _png(fig))
+
+
+TASK_FIELDS = [("released", "released", "count"), ("finished", "completed", "count"),
+               ("deadline misses", "deadline_misses", "count"),
+               ("response mean", "response.mean_ns", "ns"),
+               ("response p99", "response.p99_ns", "ns"),
+               ("response max", "response.max_ns", "ns")]
+DEVICE_FIELDS = [("handled", "handled", "count"), ("dropped", "dropped", "count"),
+                 ("throughput", "throughput_bytes_per_s", "Bps"),
+                 ("latency mean", "latency.mean_ns", "ns"), ("latency p99", "latency.p99_ns", "ns"),
+                 ("latency max", "latency.max_ns", "ns")]
+SERVER_FIELDS = [("CPU share", "share_fraction", "fraction"),
+                 ("response max (Eq. 3 quantity)", "response.max_ns", "ns"),
+                 ("budget misses", "budget_misses", "count")]
+VIRQ_FIELDS = [("arrivals", "arrivals", "count"), ("handled", "handled", "count"),
+               ("serviceable", "serviceable", "count"),
+               ("handling max", "handling.max_ns", "ns")]
+
+STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;background:#fff}
+h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;margin-top:28px}
+h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}
+td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f0f3f7}
+td:first-child,td:nth-child(2){text-align:left}.note{color:#666;font-size:12px}
+img{max-width:100%;display:block;margin:6px 0}
+"""
+
+
+def render(runs: Sequence[Run], *, window: tuple[int, int] | None = None) -> str:
+    """The report's HTML for ``runs`` (see the module doc)."""
+    if not runs:
+        raise ValueError("report: at least one run directory")
+    bounds = [run_bounds(r) for r in runs]
+    title = " vs ".join(r.name for r in runs)
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>irqlab report: "
+             f"{_esc(title)}</title><style>{STYLE}</style></head><body>",
+             f"<h1>irqlab report: {_esc(title)}</h1>",
+             "<p class='note'>Times in us/ms for reading; each cell's raw value (ns, bytes, "
+             "fractions as in metrics.json, docs/metrics.md) is in its data-value.</p>",
+             _summary(runs), "<h2>Analysis</h2>",
+             *(_analysis(r, b) for r, b in zip(runs, bounds, strict=True)),
+             _side_by_side(runs, "tasks", TASK_FIELDS),
+             _side_by_side(runs, "devices", DEVICE_FIELDS) if any(
+                 r.metrics["devices"] for r in runs) else "",
+             _side_by_side(runs, "servers", SERVER_FIELDS),
+             _side_by_side(runs, "virqs", VIRQ_FIELDS) if any(
+                 r.metrics["virqs"] for r in runs) else "",
+             "<h2>Schedule</h2>", *(_gantt(r, window) for r in runs),
+             _responses(runs, bounds), _io_latency(runs), _share(runs),
+             "</body></html>"]
+    return "\n".join(p for p in parts if p)
+
+
+def write_report(run_dirs: Sequence[Path | str], out: Path | str, *,
+                 window: tuple[int, int] | None = None,
+                 names: Sequence[str] | None = None) -> Path:
+    """Load the run directories and write the report to ``out`` (an HTML
+    file); ``window`` is the Gantt chart's ``(start_ns, end_ns)`` (default:
+    the first 20 ms of the trace)."""
+    if window is not None and not 0 <= window[0] < window[1]:
+        raise ValueError(f"window: {window}: need 0 <= start < end (ns)")
+    dirs = [Path(d) for d in run_dirs]
+    labels = list(names) if names else [d.name or str(d) for d in dirs]
+    if len(set(labels)) != len(labels):
+        labels = [str(d) for d in dirs]
+    runs = [Run.load(d, n) for d, n in zip(dirs, labels, strict=True)]
+    p = Path(out)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render(runs, window=window))
+    return p
