@@ -215,12 +215,6 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
     return SimResult(json.loads(metrics), json.loads(tr), json.loads(resolved))
 
 
-def metrics_schema() -> dict[str, Any]:
-    """The JSON Schema of ``metrics.json`` (generated from the Rust types;
-    checked in as docs/schemas/metrics.schema.json)."""
-    return json.loads(_sim.metrics_schema())
-
-
 def top_n(values: Mapping[str, float], n: int = PLOT_TOP_N) -> tuple[dict[str, float], str]:
     """The ``n`` largest values, the rest summed into one ``others`` entry;
     returns them and a note for the plot's title ("" when nothing was cut)."""

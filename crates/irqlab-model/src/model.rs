@@ -10,11 +10,12 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::units::{Duration, Rate, Size, Util};
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Model {
     pub machine: Machine,
@@ -40,7 +41,7 @@ pub struct Model {
     pub vms: Option<Vms>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum PathKind {
     #[default]
@@ -52,7 +53,7 @@ pub enum PathKind {
     Hypervisor,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Machine {
     #[serde(default = "one")]
@@ -67,7 +68,7 @@ fn one() -> u32 {
     1
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinuxSpec {
     #[serde(default)]
@@ -78,10 +79,11 @@ pub struct LinuxSpec {
     #[serde(default)]
     pub threaded_bh: bool,
     #[serde(default, with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Option<Ksoftirqd>")]
     pub ksoftirqd: Option<Ksoftirqd>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Ksoftirqd {
     /// SCHED_FIFO priority (1..99).
@@ -90,7 +92,7 @@ pub enum Ksoftirqd {
     Deadline { runtime: Duration, period: Duration },
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Simulation {
     #[serde(default = "default_duration")]
@@ -126,7 +128,7 @@ impl Default for Simulation {
     }
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum VcpuKind {
     #[default]
@@ -134,7 +136,7 @@ pub enum VcpuKind {
     Io,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Policy {
     Sporadic,
@@ -147,7 +149,7 @@ pub enum Policy {
     Fifo,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum InheritMode {
     Paper,
@@ -157,7 +159,7 @@ pub enum InheritMode {
 /// A server. Which fields apply depends on `policy` (checked by
 /// `validate`): sporadic/deferrable/polling `budget` + `period`; pibs
 /// `utilization` (+ `inherit`); cbs `runtime` + `period`; fifo `priority`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Vcpu {
     pub name: String,
@@ -190,7 +192,7 @@ pub struct Vcpu {
 }
 
 /// One step of a task's program.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
 pub enum Step {
     Compute(Duration),
@@ -214,7 +216,7 @@ pub enum Step {
     Forever(Vec<Step>),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Task {
     pub name: String,
@@ -233,10 +235,11 @@ pub struct Task {
     pub jobs: Option<u64>,
     /// Steps as single-key maps: `- compute: 300us`, `- read: cdrom`.
     #[serde(with = "serde_yaml::with::singleton_map_recursive")]
+    #[schemars(with = "Vec<Step>")]
     pub program: Vec<Step>,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum DeviceKindName {
     Nic,
@@ -245,7 +248,7 @@ pub enum DeviceKindName {
     Usb,
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ArrivalKind {
     Periodic,
@@ -259,7 +262,7 @@ pub enum ArrivalKind {
     Trace,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Arrival {
     pub kind: ArrivalKind,
@@ -285,7 +288,7 @@ pub struct Arrival {
 }
 
 /// A device. Which fields apply depends on `kind` (checked by `validate`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Device {
     pub name: String,
@@ -349,14 +352,14 @@ pub struct Device {
 
 /// An entry of the interrupter-to-I/O-VCPU map: a class name, or the
 /// terminating `0` of Quest's C array.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
 pub enum MapEntry {
     Class(String),
     Number(i64),
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Xhci {
     pub name: String,
@@ -384,7 +387,7 @@ fn default_msi_base() -> u32 {
     32
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ClassSpec {
     pub name: String,
@@ -398,7 +401,7 @@ pub struct ClassSpec {
 /// A hypervisor machine (`machine.path: hypervisor`): physical interrupts
 /// handled by the hypervisor, guests (VMs) with VCPUs, guest tasks and
 /// virtual interrupts, some of them managed by vINT.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Vms {
     /// Cost of the inter-processor interrupt that delivers a virtual
@@ -428,7 +431,7 @@ pub struct Vms {
 /// hypervisor ISR (`isr`, C) preempts every VCPU and every ISR of lower
 /// `priority`; one arrives every `min_interarrival` (T) plus up to
 /// `jitter`, from `start`.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PhysInterrupt {
     pub name: String,
@@ -446,7 +449,7 @@ pub struct PhysInterrupt {
 }
 
 /// A guest VM: its VCPUs (with their tasks) and its virtual interrupts.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Guest {
     pub name: String,
@@ -457,7 +460,7 @@ pub struct Guest {
 
 /// VCPU budget replenishment (VINT §III); also the replenishment of a
 /// pseudo-VCPU and of its injection counter (VINT §V-B).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum VmPolicy {
     /// Full refill at every period boundary (release jitter `T - C`).
@@ -467,7 +470,7 @@ pub enum VmPolicy {
 }
 
 /// A VCPU `(C^v, T^v)` pinned to a physical CPU (VINT §III).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GuestVcpu {
     pub name: String,
@@ -491,7 +494,7 @@ pub struct GuestVcpu {
 /// periodic (`period`), a background busy loop (`background: true`), or a
 /// DSR task, activated by the ISR of the virtual interrupt whose `dsr`
 /// names it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GuestTask {
     pub name: String,
@@ -516,7 +519,7 @@ pub struct GuestTask {
 /// when the ISR of physical interrupt `physical` completes; its guest ISR
 /// (`isr` plus the trapped EOI) runs above every task of the VCPU, then its
 /// DSR tasks (`dsr`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VirtInterrupt {
     pub name: String,
@@ -543,7 +546,7 @@ pub struct VirtInterrupt {
 }
 
 /// The pseudo-VCPU of a virtual interrupt managed by vINT (VINT §V-A/B).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Vint {
     /// Replenishment of the pseudo-VCPU and of its injection counter
@@ -665,4 +668,35 @@ impl Serialize for AutoPriority {
             AutoPriority::Value(p) => s.serialize_u32(*p),
         }
     }
+}
+
+impl JsonSchema for AutoDuration {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AutoDuration".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A duration with its unit (500us, 2ms, 1.5s), or auto.",
+            "type": "string",
+            "pattern": crate::units::DURATION_OR_AUTO_PATTERN,
+        })
+    }
+}
+
+impl JsonSchema for AutoPriority {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "AutoPriority".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "A priority (an integer), or auto.",
+            "oneOf": [{"type": "integer", "minimum": 0}, {"const": "auto"}],
+        })
+    }
+}
+
+/// The JSON Schema of a model file (draft 2020-12; for editor completion),
+/// from these types.
+pub fn model_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Model)).unwrap_or_default()
 }

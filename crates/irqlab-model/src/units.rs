@@ -143,8 +143,30 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
     parse_size(size).map_err(|e| format!("{e} (in rate \"{s}\")"))
 }
 
+/// Regular expressions of the unit-bearing values (JSON Schema `pattern`s;
+/// the parsers above are the authority, these only guide editors).
+pub const DURATION_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s)\s*$";
+pub const DURATION_OR_AUTO_PATTERN: &str =
+    r"^\s*(auto|[0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s))\s*$";
+const UTIL_PATTERN: &str = r"^\s*([0-9]+(\.[0-9]+)?\s*%|[0-9]+\s*/\s*[0-9]+)\s*$";
+const SIZE_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(B|kB|KB|MB|GB|KiB|MiB|GiB)\s*$";
+const RATE_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(B|kB|KB|MB|GB|KiB|MiB|GiB)/s\s*$";
+
 macro_rules! unit_type {
-    ($name:ident, $inner:ty, $parse:path, $expect:literal, $show:expr) => {
+    ($name:ident, $inner:ty, $parse:path, $expect:literal, $show:expr, $pattern:expr) => {
+        impl schemars::JsonSchema for $name {
+            fn schema_name() -> std::borrow::Cow<'static, str> {
+                stringify!($name).into()
+            }
+            fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+                schemars::json_schema!({
+                    "description": $expect,
+                    "type": "string",
+                    "pattern": $pattern,
+                })
+            }
+        }
+
         #[derive(Copy, Clone, Debug, PartialEq, Eq)]
         pub struct $name(pub $inner);
 
@@ -187,28 +209,32 @@ unit_type!(
     Nanos,
     parse_duration,
     "a duration like 500us, 2ms or 1.5s",
-    |n: &Nanos| n.to_string()
+    |n: &Nanos| n.to_string(),
+    DURATION_PATTERN
 );
 unit_type!(
     Util,
     Utilization,
     parse_utilization,
     "a utilization like 10% or 1/3",
-    |u: &Utilization| format!("{}/{}", u.num(), u.den())
+    |u: &Utilization| format!("{}/{}", u.num(), u.den()),
+    UTIL_PATTERN
 );
 unit_type!(
     Size,
     u64,
     parse_size,
     "a size like 512B or 64kB",
-    |b: &u64| format!("{b}B")
+    |b: &u64| format!("{b}B"),
+    SIZE_PATTERN
 );
 unit_type!(
     Rate,
     u64,
     parse_rate,
     "a rate like 12.5MB/s",
-    |b: &u64| format!("{b}B/s")
+    |b: &u64| format!("{b}B/s"),
+    RATE_PATTERN
 );
 
 #[cfg(test)]

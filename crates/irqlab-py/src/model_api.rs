@@ -93,12 +93,19 @@ fn parse_duration(text: &str) -> PyResult<u64> {
         .map_err(PyValueError::new_err)
 }
 
+/// The JSON Schema of a model file (JSON text).
+#[pyfunction]
+fn schema() -> String {
+    irqlab_model::model::model_schema().to_string()
+}
+
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "model")?;
     m.add("ModelError", parent.py().get_type::<ModelError>())?;
     m.add_function(wrap_pyfunction!(load, &m)?)?;
     m.add_function(wrap_pyfunction!(lower, &m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, &m)?)?;
+    m.add_function(wrap_pyfunction!(schema, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

@@ -257,6 +257,11 @@ pub struct Metrics {
     pub virqs: Vec<VirqMetrics>,
 }
 
+/// The JSON Schema of `metrics.json` (draft 2020-12), from these types.
+pub fn metrics_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Metrics)).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,9 +292,4 @@ mod tests {
             vec![[5, 6, 2], [7, 8, 1]]
         );
     }
-}
-
-/// The JSON Schema of `metrics.json` (draft 2020-12), from these types.
-pub fn metrics_schema() -> serde_json::Value {
-    serde_json::to_value(schemars::schema_for!(Metrics)).unwrap_or_default()
 }
