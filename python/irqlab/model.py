@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -63,12 +63,14 @@ class LoadedModel:
     sim_config: dict[str, Any]
 
     def simulate(self, *, seed: int | None = None, duration_ns: int | None = None,
-                 trace: bool | Mapping[str, Any] | None = None) -> SimResult:
+                 trace: bool | Mapping[str, Any] | None = None,
+                 progress: bool | Callable[[int, int], None] = False) -> SimResult:
         """Simulate this model (see :func:`irqlab.sim.simulate`); the
         overrides leave ``sim_config`` unchanged."""
         from irqlab.sim import simulate
 
-        return simulate(self.sim_config, seed=seed, duration_ns=duration_ns, trace=trace)
+        return simulate(self.sim_config, seed=seed, duration_ns=duration_ns, trace=trace,
+                        progress=progress)
 
     def analyze(self) -> dict[str, Any]:
         """The analytic bounds (:func:`irqlab.analysis.bounds`), integer ns."""

@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Mapping
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -190,14 +192,54 @@ def _config(config: LoadedModel | Mapping[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(dict(cfg))
 
 
+class SimulationInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a simulation; ``result`` holds the metrics up to the
+    time reached (``result.partial`` is True)."""
+
+    def __init__(self, result: SimResult) -> None:
+        super().__init__("simulation interrupted")
+        self.result = result
+
+
+class ProgressLine:
+    """``progress(now_ns, duration_ns)`` printing one line on stderr:
+    simulated time / duration, speed (simulated per wall second), ETA."""
+
+    def __init__(self) -> None:
+        self.t0 = self.last = time.monotonic()
+        self.shown = False
+
+    def __call__(self, now_ns: int, duration_ns: int) -> None:
+        t = time.monotonic()
+        if t - self.last < 0.2 and now_ns < duration_ns:
+            return
+        self.last = t
+        wall = max(t - self.t0, 1e-9)
+        speed = now_ns / 1e9 / wall
+        left = (duration_ns - now_ns) / 1e9 / speed if speed > 0 else float("inf")
+        eta = time.strftime("%H:%M:%S", time.gmtime(left)) if left < 1e7 else "?"
+        print(f"\r  simulated {now_ns / 1e9:.3f} s of {duration_ns / 1e9:g} s "
+              f"({100 * now_ns / duration_ns:.0f} %), {speed:.3g} s/s, ETA {eta}   ",
+              end="", file=sys.stderr, flush=True)
+        self.shown = True
+
+    def close(self) -> None:
+        if self.shown:
+            print(file=sys.stderr)
+
+
 def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None,
              duration_ns: int | None = None,
-             trace: bool | Mapping[str, Any] | None = None) -> SimResult:
+             trace: bool | Mapping[str, Any] | None = None,
+             progress: bool | Callable[[int, int], None] = False) -> SimResult:
     """Simulate ``config`` (a :class:`~irqlab.model.LoadedModel` or its
     ``sim_config``; not modified). ``seed`` and ``duration_ns`` (integer ns)
     override the configured ones; ``trace=True`` records a Perfetto trace
-    (or a dict ``{"enabled": True, "until": ns, "max_events": n}``). The
-    same configuration and seed give the same metrics bit for bit."""
+    (or a dict ``{"enabled": True, "until": ns, "max_events": n}``);
+    ``progress=True`` prints simulated time, speed and ETA on stderr (or
+    give a callable ``f(now_ns, duration_ns)``). The same configuration and
+    seed give the same metrics bit for bit. Ctrl-C raises
+    :class:`SimulationInterrupted` carrying the partial result."""
     cfg = _config(config)
     for name, value in (("seed", seed), ("duration_ns", duration_ns)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
@@ -211,8 +253,17 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
         cfg["trace"] = trace
     if isinstance(cfg.get("trace"), bool):  # shorthand: trace on/off
         cfg["trace"] = {"enabled": cfg["trace"]}
-    metrics, tr, resolved = _sim.run(json.dumps(cfg))
-    return SimResult(json.loads(metrics), json.loads(tr), json.loads(resolved))
+    line = ProgressLine() if progress is True else None
+    cb = line or (progress if callable(progress) else None)
+    try:
+        metrics, tr, resolved, interrupted = _sim.run(json.dumps(cfg), cb)
+    finally:
+        if line:
+            line.close()
+    result = SimResult(json.loads(metrics), json.loads(tr), json.loads(resolved))
+    if interrupted:
+        raise SimulationInterrupted(result)
+    return result
 
 
 def top_n(values: Mapping[str, float], n: int = PLOT_TOP_N) -> tuple[dict[str, float], str]:

@@ -3,10 +3,14 @@
 //! Perfetto trace as JSON text; configuration errors raise `ValueError`
 //! naming the field path, the value and the rule (a type error reads
 //! `trace: expected an object ...`, never a bare serde struct name). The
-//! GIL is released while the simulation runs.
+//! simulation runs in slices of simulated time (`Simulation::run_until`;
+//! slices give exactly the one-call run): the GIL is released during each
+//! slice, Ctrl-C and progress are handled between slices.
 
-use irqlab_sim::{simulate, SimConfig};
-use pyo3::exceptions::PyValueError;
+use std::time::{Duration, Instant};
+
+use irqlab_sim::{SimConfig, Simulation};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 
 /// Parse a `SimConfig`, naming the field path of the first error.
@@ -30,19 +34,64 @@ fn readable(msg: &str) -> String {
     }
 }
 
-/// Simulate `config_json`; returns `(metrics_json, trace_json,
-/// resolved_config_json)` (the configuration with every default filled in).
+/// Wall-clock time one slice of simulated time should take: short enough
+/// for Ctrl-C and progress to feel immediate, long enough that the checks
+/// cost nothing.
+const SLICE_TARGET: Duration = Duration::from_millis(100);
+
+/// Simulate `config_json` in slices of simulated time, releasing the GIL
+/// during each slice and checking for signals (Ctrl-C) between slices;
+/// `progress(now_ns, duration_ns)` is called between slices. Returns
+/// `(metrics_json, trace_json, resolved_config_json, interrupted)`: on
+/// Ctrl-C the run ends at the time reached (metrics marked `partial`) and
+/// `interrupted` is true. The resolved configuration has every default
+/// filled in.
 #[pyfunction]
-fn run(py: Python<'_>, config_json: &str) -> PyResult<(String, String, String)> {
+#[pyo3(signature = (config_json, progress=None))]
+fn run(
+    py: Python<'_>,
+    config_json: &str,
+    progress: Option<Bound<'_, PyAny>>,
+) -> PyResult<(String, String, String, bool)> {
     let cfg = parse_config(config_json)?;
     let resolved = serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    py.detach(|| -> Result<(String, String, String), String> {
-        let (m, trace) = simulate(cfg).map_err(|e| e.to_string())?;
-        let m = serde_json::to_string(&m).map_err(|e| e.to_string())?;
-        let t = serde_json::to_string(&trace).map_err(|e| e.to_string())?;
-        Ok((m, t, resolved))
-    })
-    .map_err(PyValueError::new_err)
+    let duration = cfg.duration;
+    let err = |e: irqlab_sim::SimError| PyValueError::new_err(e.to_string());
+    let mut sim = py.detach(|| Simulation::new(cfg)).map_err(err)?;
+    let mut slice = duration.clamp(1, 1_000_000);
+    let mut interrupted = false;
+    while sim.now() < duration {
+        let until = sim.now().saturating_add(slice).min(duration);
+        let t0 = Instant::now();
+        py.detach(|| sim.run_until(until)).map_err(err)?;
+        let took = t0.elapsed();
+        if took < SLICE_TARGET / 4 {
+            slice = slice.saturating_mul(2);
+        } else if took > SLICE_TARGET * 2 {
+            slice = (slice / 2).max(1_000);
+        }
+        let step = py.check_signals().and_then(|()| match &progress {
+            Some(cb) => cb.call1((sim.now(), duration)).map(|_| ()),
+            None => Ok(()),
+        });
+        match step {
+            Ok(()) => {}
+            Err(e) if e.is_instance_of::<PyKeyboardInterrupt>(py) => {
+                interrupted = true;
+                break;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (m, t) = py
+        .detach(|| -> Result<(String, String), String> {
+            let (m, trace) = sim.finish().map_err(|e| e.to_string())?;
+            let m = serde_json::to_string(&m).map_err(|e| e.to_string())?;
+            let t = serde_json::to_string(&trace).map_err(|e| e.to_string())?;
+            Ok((m, t))
+        })
+        .map_err(PyValueError::new_err)?;
+    Ok((m, t, resolved, interrupted))
 }
 
 /// The JSON Schema of `metrics.json` (JSON text).
