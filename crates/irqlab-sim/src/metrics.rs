@@ -238,7 +238,7 @@ pub struct Metrics {
     pub events: u64,
     /// The run was stopped before its configured duration (`duration_ns`
     /// is then the time reached); absent from the JSON when false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub partial: bool,
     /// The trace reached its event limit (`trace.max_events`) and stopped
     /// recording; absent from the JSON when false.
