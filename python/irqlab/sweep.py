@@ -498,6 +498,7 @@ def _read_done(path: Path) -> dict[str, dict[str, Any]]:
 
 
 def _chunks(items: Iterable[tuple[int, str, dict[str, Any]]], size: int) -> Iterator[Chunk]:
+    """Consecutive chunks of ``size`` items, taken lazily."""
     it = iter(items)
     while chunk := list(itertools.islice(it, size)):
         yield chunk
@@ -534,10 +535,14 @@ def run_sweep(grid: Grid, out: Path | str, *, backend: LocalBackend | DaskBacken
     log = out / "points.jsonl"
     done = _read_done(log)
     bh = grid.base_hash()
-    keys = [(i, point_key(bh, p), p) for i, p in enumerate(grid.points())]
-    todo = [k for k in keys if k[1] not in done]
-    size = chunk or grid.chunk or max(1, min(64, len(todo) // (8 * (os.cpu_count() or 1)) or 1))
-    bar = Progress(len(todo), progress)
+    # Two lazy passes over the grid (never all points in memory but the
+    # finished rows): count what is already done, then feed the rest.
+    reused = sum(1 for p in grid.points() if point_key(bh, p) in done) if done else 0
+    left = grid.size - reused
+    todo = ((i, k, p) for i, p in enumerate(grid.points())
+            if (k := point_key(bh, p)) not in done)
+    size = chunk or grid.chunk or max(1, min(256, left // (8 * (os.cpu_count() or 1))))
+    bar = Progress(left, progress)
     backend = backend or LocalBackend()
     interrupted = False
     computed = 0
@@ -555,7 +560,7 @@ def run_sweep(grid: Grid, out: Path | str, *, backend: LocalBackend | DaskBacken
     except KeyboardInterrupt:
         interrupted = True
     bar.close()
-    wanted = {k for _, k, _ in keys}
+    wanted = {point_key(bh, p) for p in grid.points()}
     rows = sorted((r for k, r in done.items() if k in wanted), key=lambda r: r["index"])
     files = [log, *write_tables(rows, out)] if rows else [log]
-    return SweepResult(rows, computed, len(keys) - len(todo), interrupted, files)
+    return SweepResult(rows, computed, reused, interrupted, files)
