@@ -272,16 +272,19 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
         return ""
     note = ""
     if len(names) > TOP_N:
-        counts = {n: max((t["response"]["count"] for r in runs for t in r.metrics["tasks"]
-                          if t["name"] == n), default=0) for n in names}
+        counts: dict[str, int] = defaultdict(int)
+        for r in runs:
+            for t in r.metrics["tasks"]:
+                counts[t["name"]] = max(counts[t["name"]], t["response"]["count"])
         names = sorted(names, key=lambda n: -counts[n])[:TOP_N]
         note = f'<p class="note">Tasks with the most jobs: {TOP_N} shown.</p>'
+    index = [{t["name"]: t for t in r.metrics["tasks"]} for r in runs]
     out = [f"<h2>Response times</h2>{note}<p>CDF and histogram per task (release to "
            "completion); dashed: the deadline, dotted: the analysis bound.</p><div class=grid>"]
     for n in names:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 2.6))
-        for r in runs:
-            t = next((t for t in r.metrics["tasks"] if t["name"] == n), None)
+        for r, by_name in zip(runs, index, strict=True):
+            t = by_name.get(n)
             if t is None or not t["response"]["count"]:
                 continue
             h = t["response"]["histogram_ns"]
@@ -367,7 +370,7 @@ def _gantt(run: Run, window: tuple[int, int] | None) -> str:
             names[(e["pid"], e["tid"])] = e["args"]["name"]
     rows: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     budget: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    cut = 0
+    cut = kept = 0
     for e in events:
         if e["ph"] == "C":
             if lo_us <= e["ts"] <= hi_us:
@@ -375,9 +378,10 @@ def _gantt(run: Run, window: tuple[int, int] | None) -> str:
             continue
         if e["ts"] + e["dur"] < lo_us or e["ts"] > hi_us:
             continue
-        if sum(map(len, rows.values())) >= MAX_GANTT:
+        if kept >= MAX_GANTT:
             cut += 1
             continue
+        kept += 1
         pid, tid = e["pid"], e["tid"]
         if pid < 1000:
             row = f"CPU {pid}" + (" switch" if tid == 1 else "")
