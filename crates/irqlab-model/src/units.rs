@@ -146,8 +146,7 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
 /// Regular expressions of the unit-bearing values (JSON Schema `pattern`s;
 /// the parsers above are the authority, these only guide editors).
 pub const DURATION_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s)\s*$";
-pub const DURATION_OR_AUTO_PATTERN: &str =
-    r"^\s*(auto|[0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s))\s*$";
+pub const DURATION_OR_AUTO_PATTERN: &str = r"^\s*(auto|[0-9]+(\.[0-9]+)?\s*(ns|us|µs|ms|s))\s*$";
 const UTIL_PATTERN: &str = r"^\s*([0-9]+(\.[0-9]+)?\s*%|[0-9]+\s*/\s*[0-9]+)\s*$";
 const SIZE_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(B|kB|KB|MB|GB|KiB|MiB|GiB)\s*$";
 const RATE_PATTERN: &str = r"^\s*[0-9]+(\.[0-9]+)?\s*(B|kB|KB|MB|GB|KiB|MiB|GiB)/s\s*$";
