@@ -36,7 +36,6 @@ from irqlab import experiments
 from irqlab.commands.reproduce import format_checks
 from irqlab.core import Scheduler, percent, us
 from irqlab.experiments import usb_priority_inversion
-from irqlab.report import write_report
 from irqlab.sim import simulate, write_outputs
 
 UNIT = us(100)  # QUEST-VCPU Table 1: base unit 100 us
@@ -83,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         cfg = usb_priority_inversion.config(system, 1_000_000_000)
         cfg["trace"] = {"enabled": True, "until": 50_000_000}
         files += write_outputs(simulate(cfg), out / system, title=system)
+    from irqlab.report import write_report
+
     files.append(write_report([out / "linux-fifo", out / "quest-2-interrupters"],
                               out / "report.html"))
     print("\nOutputs:")

@@ -10,7 +10,6 @@ import argparse
 from pathlib import Path
 
 from irqlab.model import parse_duration
-from irqlab.report import write_report
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +38,8 @@ def parse_window(text: str | None) -> tuple[int, int] | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from irqlab.report import write_report  # lazy: CLI start-up
+
     out = args.out or (args.runs[0] / "report.html" if len(args.runs) == 1
                        else Path("report.html"))
     names = args.names.split(",") if args.names else None

@@ -13,8 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-
-from irqlab.sweep import DaskBackend, LocalBackend, load_grid, run_sweep
+from typing import Any
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -34,6 +33,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from irqlab.sweep import DaskBackend, LocalBackend, load_grid, run_sweep  # lazy: CLI start-up
+
     for name in ("workers", "dask_local", "chunk"):
         v = getattr(args, name)
         if v is not None and v <= 0:
@@ -41,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if args.dask and args.dask_local:
         raise ValueError("--dask and --dask-local: choose one")
     grid = load_grid(args.grid)
-    backend: LocalBackend | DaskBackend
+    backend: Any
     if args.dask or args.dask_local:
         backend = DaskBackend(args.dask, args.dask_local)
     else:
