@@ -289,6 +289,11 @@ impl Simulation {
         self.now
     }
 
+    /// Events processed so far (`metrics.events` at the end).
+    pub fn events_processed(&self) -> u64 {
+        self.processed
+    }
+
     /// End the run at the time reached and return the metrics and the
     /// trace. Before the configured duration the metrics are marked
     /// `partial` and cover `[0, now)`: `duration_ns` is the time reached.

@@ -242,7 +242,7 @@ pub struct Metrics {
     pub partial: bool,
     /// The trace reached its event limit (`trace.max_events`) and stopped
     /// recording; absent from the JSON when false.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub trace_truncated: bool,
     /// Per physical CPU, by index.
     pub cpus: Vec<CpuMetrics>,
