@@ -7,6 +7,10 @@
 //! One cycle = a thread of a mid-priority server wakes (Alg. 2), the CPU
 //! schedules (Alg. 1), the thread blocks, the CPU schedules again. Servers
 //! have ample budget so every cycle is a real decision among n servers.
+//!
+//! The floor (`bare-heap`): the same cycle on a bare `BinaryHeap` of n
+//! priority keys -- push the woken key, peek, pop it, peek -- the least any
+//! priority-ordered decision can cost (no budgets, no threads).
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
 use irqlab_core::{
@@ -106,6 +110,17 @@ fn bench(c: &mut Criterion) {
                 black_box(q.pick(Nanos(now)));
                 q.runnable[0] = false;
                 black_box(q.pick(Nanos(now)));
+            })
+        });
+        let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> = (1..n)
+            .map(|i| std::cmp::Reverse((200 + i as u64, i)))
+            .collect();
+        g.bench_with_input(BenchmarkId::new("bare-heap", n), &n, |b, _| {
+            b.iter(|| {
+                heap.push(std::cmp::Reverse((200, 0)));
+                black_box(heap.peek());
+                black_box(heap.pop());
+                black_box(heap.peek());
             })
         });
     }

@@ -97,9 +97,66 @@ enum Place {
     },
 }
 
+/// A fixed-priority run-queue entry: priority (higher first), wake-up
+/// sequence (FIFO among equals), thread.
+type FpEntry = (Reverse<u32>, u64, usize);
+
+/// Threads of a fixed-priority server in dispatch order. Most servers have
+/// one or a few threads: a sorted vector (no allocation per wake-up, a
+/// binary search and a short move) up to `FP_SMALL` threads, an ordered set
+/// beyond, so a server with thousands of threads stays O(log n).
+#[derive(Clone, Debug)]
+enum FpQueue {
+    Small(Vec<FpEntry>),
+    Large(BTreeSet<FpEntry>),
+}
+
+const FP_SMALL: usize = 32;
+
+impl FpQueue {
+    fn len(&self) -> usize {
+        match self {
+            FpQueue::Small(v) => v.len(),
+            FpQueue::Large(s) => s.len(),
+        }
+    }
+    fn first(&self) -> Option<&FpEntry> {
+        match self {
+            FpQueue::Small(v) => v.first(),
+            FpQueue::Large(s) => s.first(),
+        }
+    }
+    fn insert(&mut self, e: FpEntry) {
+        match self {
+            FpQueue::Small(v) => {
+                let pos = v.partition_point(|x| *x < e);
+                v.insert(pos, e);
+                if v.len() > FP_SMALL {
+                    *self = FpQueue::Large(v.drain(..).collect());
+                }
+            }
+            FpQueue::Large(s) => {
+                s.insert(e);
+            }
+        }
+    }
+    fn remove(&mut self, e: &FpEntry) {
+        match self {
+            FpQueue::Small(v) => {
+                if let Ok(p) = v.binary_search(e) {
+                    v.remove(p);
+                }
+            }
+            FpQueue::Large(s) => {
+                s.remove(e);
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 enum RunQueue {
-    Fp(BTreeSet<(Reverse<u32>, u64, usize)>),
+    Fp(FpQueue),
     Rr {
         quantum: Nanos,
         queue: VecDeque<usize>,
@@ -137,7 +194,7 @@ struct ThreadSlot {
     priority: u32,
     runnable: bool,
     /// Entry in a fixed-priority run queue.
-    fp_entry: Option<(Reverse<u32>, u64, usize)>,
+    fp_entry: Option<FpEntry>,
 }
 
 /// The scheduling fields of a thread (copied on the hot path instead of the
@@ -147,7 +204,7 @@ struct ThreadHot {
     server: usize,
     priority: u32,
     runnable: bool,
-    fp_entry: Option<(Reverse<u32>, u64, usize)>,
+    fp_entry: Option<FpEntry>,
 }
 
 impl ThreadSlot {
@@ -221,7 +278,7 @@ impl Scheduler {
         threads: ThreadPolicy,
     ) -> Result<ServerId, CoreError> {
         let runq = match threads {
-            ThreadPolicy::FixedPriority => RunQueue::Fp(BTreeSet::new()),
+            ThreadPolicy::FixedPriority => RunQueue::Fp(FpQueue::Small(Vec::new())),
             ThreadPolicy::RoundRobin { quantum } => {
                 if quantum.is_zero() {
                     return Err(CoreError::ZeroQuantum);
@@ -343,6 +400,25 @@ impl Scheduler {
         }
     }
 
+    /// Move a server to where it belongs at `now`. A ready server that stays
+    /// ready with the same key is left in place: no set operation (the
+    /// common case of a dispatched server that keeps its budget).
+    fn replace(&mut self, id: usize, now: Nanos) {
+        if let Place::Ready(old) = self.servers[id].place {
+            if self.servers[id].runq.len() > 0 {
+                self.servers[id].server.update_budget(now);
+                if !self.servers[id].server.budget().is_zero() && self.key_of(id) == old {
+                    return;
+                }
+                self.unplace(id);
+                self.place_updated(id, now);
+                return;
+            }
+        }
+        self.unplace(id);
+        self.place(id, now);
+    }
+
     /// Put an unplaced server where it belongs at `now` (Alg. 1 line 3:
     /// `update-budget` before checking the budget).
     fn place(&mut self, id: usize, now: Nanos) {
@@ -351,6 +427,11 @@ impl Scheduler {
             return;
         }
         self.servers[id].server.update_budget(now);
+        self.place_updated(id, now);
+    }
+
+    /// `place` for a runnable server whose budget is up to date.
+    fn place_updated(&mut self, id: usize, now: Nanos) {
         let key = self.key_of(id);
         let s = &self.servers[id].server;
         if !s.budget().is_zero() {
@@ -418,7 +499,7 @@ impl Scheduler {
                     }
                 }
             }
-            self.place(cur.server, now);
+            self.replace(cur.server, now);
         }
         self.stolen_at.clear(); // a new slice starts (the buffer is kept)
                                 // Replenishments due by now (Alg. 1 line 3, update-budget).
@@ -444,8 +525,12 @@ impl Scheduler {
             });
         };
         let key = self.key_of(sid);
-        self.unplace(sid);
-        self.servers[sid].place = Place::Running;
+        if background {
+            self.unplace(sid);
+            self.servers[sid].place = Place::Running;
+        }
+        // else it stays in `ready` while it runs (its key is `key`): the
+        // next `schedule` moves it only if its budget or key changed
         // Line 7: next thread of the chosen VCPU (the run queue is not
         // empty: only runnable servers are placed).
         let tid = self.servers[sid].runq.first().unwrap_or(usize::MAX);
@@ -578,8 +663,7 @@ impl Scheduler {
             let cur = self.current.map(|c| c.thread);
             return Ok(first != cur && !t.runnable);
         }
-        self.unplace(sid);
-        self.place(sid, now);
+        self.replace(sid, now);
         // Line 5: preempt if the VCPU has budget and the current one is
         // idle, in background, or of lower priority.
         let Place::Ready(k) = self.servers[sid].place else {
@@ -634,8 +718,7 @@ impl Scheduler {
         if !server_running {
             // A non-running server's thread left: re-place (it may now be
             // idle). Its budget is unaffected: it did not run.
-            self.unplace(sid);
-            self.place(sid, now);
+            self.replace(sid, now);
         }
         Ok(is_current)
     }
@@ -657,7 +740,8 @@ impl Scheduler {
             return Err(CoreError::NotPibs(server.0));
         };
         p.service_done(main_period);
-        if !matches!(slot.place, Place::Running | Place::Idle) {
+        let running = self.current.is_some_and(|c| c.server == server.0);
+        if !running && !matches!(slot.place, Place::Running | Place::Idle) {
             self.unplace(server.0);
             self.place(server.0, now);
         }
