@@ -1,0 +1,74 @@
+//! The guest <-> VMM ABI, mirrored from `guest/abi.h`: memory map, shared
+//! page word indices, descriptor layout, paravirtual ports and vectors.
+//!
+//! Design principle: one source of truth per side, checked by booting
+//! (the integration tests read back every field the guest writes).
+
+pub const ABI_MAGIC: u64 = 0x3156_4d42_4c51_5249;
+
+pub const MEM_SIZE: u64 = 4 << 20;
+pub const PML4_ADDR: u64 = 0x1000;
+pub const PDPT_ADDR: u64 = 0x2000;
+pub const PD_ADDR: u64 = 0x3000;
+pub const GDT_ADDR: u64 = 0x8000;
+pub const SHARED_ADDR: u64 = 0x10000;
+pub const RING_ADDR: u64 = 0x20000;
+pub const RING_SLOTS: u64 = 64;
+pub const DESC_BYTES: u64 = 2048;
+pub const RING_BYTES: u64 = RING_SLOTS * DESC_BYTES;
+pub const NDEV: usize = 2;
+pub const KERNEL_ADDR: u64 = 0x10_0000;
+pub const STACK_TOP: u64 = 0x3f_f000;
+pub const LAPIC_ADDR: u64 = 0xfee0_0000;
+
+pub const PORT_CONSOLE: u16 = 0x3f8;
+pub const PORT_DONE: u16 = 0x510;
+pub const PORT_PANIC: u16 = 0x511;
+pub const PORT_READY: u16 = 0x512;
+pub const PORT_EXIT: u16 = 0x513;
+
+pub const VEC_BASE: u8 = 0x40;
+
+pub const FLAG_BUSY: u64 = 1;
+pub const FLAG_FAULT: u64 = 2;
+pub const FLAG_HANG: u64 = 4;
+pub const FLAG_TRIPLE: u64 = 8;
+pub const FLAG_FLOOD: u64 = 16;
+
+pub const D_SEQ: u64 = 0;
+pub const D_LEN: u64 = 1;
+pub const D_ISR: u64 = 2;
+pub const D_DSR_START: u64 = 3;
+pub const D_DSR_END: u64 = 4;
+pub const D_PAYLOAD: u64 = 8 * 8;
+pub const MAX_PAYLOAD: usize = (DESC_BYTES - D_PAYLOAD) as usize;
+
+pub const S_MAGIC: u64 = 0;
+pub const S_FLAGS: u64 = 1;
+pub const S_DSR_COST: u64 = 2;
+pub const S_HEARTBEAT: u64 = 3;
+pub const S_PANIC_VEC: u64 = 4;
+pub const S_PANIC_ERR: u64 = 5;
+pub const S_PANIC_RIP: u64 = 6;
+pub const S_GAP_MIN: u64 = 7;
+pub const S_GAP_COUNT: u64 = 8;
+pub const S_DEV: u64 = 16;
+pub const DV_PROD: u64 = 0;
+pub const DV_CONS: u64 = 1;
+pub const DV_ISR: u64 = 2;
+pub const DV_DSR: u64 = 3;
+pub const S_GAPS: u64 = 64;
+pub const GAP_SLOTS: u64 = 96;
+
+/// Guest-physical address of shared word `i`.
+pub const fn shared(i: u64) -> u64 {
+    SHARED_ADDR + 8 * i
+}
+/// Guest-physical address of word `f` of device `d`'s block.
+pub const fn dev(d: usize, f: u64) -> u64 {
+    shared(S_DEV + d as u64 * 8 + f)
+}
+/// Guest-physical address of descriptor `i` (mod the ring) of device `d`.
+pub const fn desc(d: usize, i: u64) -> u64 {
+    RING_ADDR + d as u64 * RING_BYTES + (i % RING_SLOTS) * DESC_BYTES
+}

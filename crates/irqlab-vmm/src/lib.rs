@@ -1,0 +1,30 @@
+//! irqlab-vmm: a user-space VMM on `/dev/kvm` whose guest VCPU is scheduled
+//! by irqlab-core (through irqlab-rt) and whose virtual interrupts come
+//! from real host events (DESIGN §11, VINT §III).
+//!
+//! Layers: [`vm`] (KVM VM, memory, long mode, MSI injection), [`elf`] (the
+//! guest loader), [`devices`] (UDP NIC and timer devices, rings, the
+//! physical ISR, accounting), [`machine`] (the VCPU thread in a server, the
+//! watchdog, the report), [`probe`] (which KVM features work here). The
+//! guest kernel is built from `guest/` by `build.rs` and embedded.
+//!
+//! Design principles: no second scheduler (VCPUs are irqlab-rt managed
+//! threads); every host event is accounted; every guest failure stops the
+//! VM with the guest RIP and joins every thread.
+
+#![cfg(target_os = "linux")]
+
+pub mod abi;
+pub mod devices;
+pub mod elf;
+pub mod error;
+pub mod machine;
+pub mod probe;
+pub mod vm;
+
+pub use devices::{DeviceConfig, DeviceKind, DeviceReport, EventRecord};
+pub use error::VmmError;
+pub use machine::{Stopped, VcpuServer, Vmm, VmmConfig, VmmReport};
+
+/// The guest kernel built from `guest/` by `build.rs`.
+pub static GUEST_ELF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest.elf"));

@@ -1,0 +1,215 @@
+//! The KVM virtual machine: guest memory (vm-memory), the in-kernel
+//! irqchip (LAPIC), one VCPU entered directly in 64-bit long mode (page
+//! tables and GDT written by the VMM), the guest ELF loaded, and MSI
+//! injection (`KVM_SIGNAL_MSI` into the in-kernel LAPIC).
+//!
+//! Design principles: everything the guest relies on is set up here and
+//! checked (capabilities missing on this kernel are errors naming the
+//! capability); the VM is `Sync` so the top half may inject while the VCPU
+//! thread runs.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use kvm_bindings::{kvm_msi, kvm_regs, kvm_segment, Msrs, KVM_MAX_CPUID_ENTRIES};
+use kvm_ioctls::{Cap, Kvm, VcpuFd, VmFd};
+use vm_memory::{Bytes, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
+
+use crate::abi::*;
+use crate::elf;
+use crate::error::VmmError;
+
+/// A created VM with its memory, ready to run one VCPU.
+pub struct Vm {
+    pub kvm: Kvm,
+    pub fd: VmFd,
+    pub mem: GuestMemoryMmap,
+    /// The guest kernel's entry point.
+    pub entry: u64,
+}
+
+/// Open /dev/kvm; the error carries the kernel's reason (ENOENT, EACCES...).
+pub fn open_kvm() -> Result<Kvm, VmmError> {
+    Kvm::new().map_err(|e| VmmError::KvmUnavailable(format!("open /dev/kvm: {e}")))
+}
+
+impl Vm {
+    /// Create the VM: memory, in-kernel irqchip, the guest image loaded.
+    pub fn new(image: &[u8]) -> Result<Vm, VmmError> {
+        let img = elf::parse(image)?;
+        let kvm = open_kvm()?;
+        for (cap, name) in [
+            (Cap::Irqchip, "KVM_CAP_IRQCHIP"),
+            (Cap::SignalMsi, "KVM_CAP_SIGNAL_MSI"),
+            (Cap::ImmediateExit, "KVM_CAP_IMMEDIATE_EXIT"),
+        ] {
+            if !kvm.check_extension(cap) {
+                return Err(VmmError::KvmUnavailable(format!("{name} not supported")));
+            }
+        }
+        let fd = kvm
+            .create_vm()
+            .map_err(|e| VmmError::KvmUnavailable(format!("KVM_CREATE_VM: {e}")))?;
+        let mem = GuestMemoryMmap::<()>::from_ranges(&[(GuestAddress(0), MEM_SIZE as usize)])
+            .map_err(|e| VmmError::Memory(format!("{e}")))?;
+        let host = mem
+            .get_host_address(GuestAddress(0))
+            .map_err(|e| VmmError::Memory(format!("{e}")))?;
+        let region = kvm_bindings::kvm_userspace_memory_region {
+            slot: 0,
+            flags: 0,
+            guest_phys_addr: 0,
+            memory_size: MEM_SIZE,
+            userspace_addr: host as u64,
+        };
+        // SAFETY: the region is the mapping `mem` owns, which outlives the VM
+        // (both live in `Vm`, and `fd` is dropped first by field order).
+        unsafe { fd.set_user_memory_region(region) }
+            .map_err(VmmError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
+        fd.set_tss_address(0xfffb_d000)
+            .map_err(VmmError::kvm("KVM_SET_TSS_ADDR"))?;
+        fd.create_irq_chip()
+            .map_err(VmmError::kvm("KVM_CREATE_IRQCHIP"))?;
+        let vm = Vm {
+            kvm,
+            fd,
+            mem,
+            entry: img.entry,
+        };
+        vm.write_tables()?;
+        for s in &img.segments {
+            vm.mem
+                .write_slice(s.data, GuestAddress(s.addr))
+                .map_err(|e| VmmError::Memory(format!("load segment at {:#x}: {e}", s.addr)))?;
+        }
+        Ok(vm)
+    }
+
+    pub fn store(&self, addr: u64, v: u64) -> Result<(), VmmError> {
+        self.mem
+            .store(v, GuestAddress(addr), Ordering::Release)
+            .map_err(|e| VmmError::Memory(format!("store {addr:#x}: {e}")))
+    }
+    pub fn load(&self, addr: u64) -> Result<u64, VmmError> {
+        self.mem
+            .load(GuestAddress(addr), Ordering::Acquire)
+            .map_err(|e| VmmError::Memory(format!("load {addr:#x}: {e}")))
+    }
+
+    /// Identity page tables for the first 4 GiB (2 MiB pages; the LAPIC's
+    /// page uncached) and a flat GDT (null, 64-bit code 0x08, data 0x10).
+    fn write_tables(&self) -> Result<(), VmmError> {
+        let w = |a: u64, v: u64| {
+            self.mem
+                .write_obj(v, GuestAddress(a))
+                .map_err(|e| VmmError::Memory(format!("{e}")))
+        };
+        w(PML4_ADDR, PDPT_ADDR | 3)?;
+        for i in 0..4u64 {
+            w(PDPT_ADDR + 8 * i, (PD_ADDR + 0x1000 * i) | 3)?;
+        }
+        for i in 0..2048u64 {
+            let addr = i << 21;
+            let mut e = addr | 0x83; // present, writable, 2 MiB
+            if addr == LAPIC_ADDR & !0x1f_ffff {
+                e |= 0x18; // PCD | PWT
+            }
+            w(PD_ADDR + 8 * i, e)?;
+        }
+        w(GDT_ADDR, 0)?;
+        w(GDT_ADDR + 8, 0x00af_9a00_0000_ffff)?;
+        w(GDT_ADDR + 16, 0x00cf_9200_0000_ffff)?;
+        Ok(())
+    }
+
+    /// Create VCPU 0 in long mode at the guest's entry point.
+    pub fn create_vcpu(&self) -> Result<VcpuFd, VmmError> {
+        let vcpu = self
+            .fd
+            .create_vcpu(0)
+            .map_err(VmmError::kvm("KVM_CREATE_VCPU"))?;
+        let cpuid = self
+            .kvm
+            .get_supported_cpuid(KVM_MAX_CPUID_ENTRIES)
+            .map_err(VmmError::kvm("KVM_GET_SUPPORTED_CPUID"))?;
+        vcpu.set_cpuid2(&cpuid)
+            .map_err(VmmError::kvm("KVM_SET_CPUID2"))?;
+        let mut sregs = vcpu.get_sregs().map_err(VmmError::kvm("KVM_GET_SREGS"))?;
+        let code = kvm_segment {
+            base: 0,
+            limit: 0xffff_ffff,
+            selector: 0x08,
+            type_: 11,
+            present: 1,
+            dpl: 0,
+            db: 0,
+            s: 1,
+            l: 1,
+            g: 1,
+            avl: 0,
+            unusable: 0,
+            padding: 0,
+        };
+        let data = kvm_segment {
+            selector: 0x10,
+            type_: 3,
+            db: 1,
+            l: 0,
+            ..code
+        };
+        sregs.cs = code;
+        sregs.ds = data;
+        sregs.es = data;
+        sregs.fs = data;
+        sregs.gs = data;
+        sregs.ss = data;
+        sregs.gdt.base = GDT_ADDR;
+        sregs.gdt.limit = 23;
+        sregs.cr3 = PML4_ADDR;
+        sregs.cr4 = 0x20; // PAE
+        sregs.cr0 = 0x8000_0033; // PG | NE | ET | MP | PE
+        sregs.efer = 0x500; // LME | LMA
+        vcpu.set_sregs(&sregs)
+            .map_err(VmmError::kvm("KVM_SET_SREGS"))?;
+        let regs = kvm_regs {
+            rip: self.entry,
+            rsp: STACK_TOP,
+            rflags: 2,
+            ..Default::default()
+        };
+        vcpu.set_regs(&regs)
+            .map_err(VmmError::kvm("KVM_SET_REGS"))?;
+        Ok(vcpu)
+    }
+
+    /// Inject vector `vec` as an MSI to LAPIC 0 (fixed delivery, edge).
+    pub fn inject(&self, vec: u8) -> Result<i32, VmmError> {
+        let msi = kvm_msi {
+            address_lo: LAPIC_ADDR as u32,
+            address_hi: 0,
+            data: vec as u32,
+            ..Default::default()
+        };
+        self.fd
+            .signal_msi(msi)
+            .map_err(VmmError::kvm("KVM_SIGNAL_MSI"))
+    }
+}
+
+/// The guest TSC read through KVM (MSR 0x10) bracketed by two host clock
+/// reads: `(guest_tsc, host_ns)` with the host time at the midpoint.
+pub fn tsc_sample(vcpu: &VcpuFd) -> Result<(u64, u64), VmmError> {
+    let mut msrs = Msrs::from_entries(&[kvm_bindings::kvm_msr_entry {
+        index: 0x10,
+        ..Default::default()
+    }])
+    .map_err(|e| VmmError::Memory(format!("MSR list: {e:?}")))?;
+    let t1 = irqlab_rt::sys::now().0;
+    vcpu.get_msrs(&mut msrs)
+        .map_err(VmmError::kvm("KVM_GET_MSRS(TSC)"))?;
+    let t2 = irqlab_rt::sys::now().0;
+    Ok((msrs.as_slice()[0].data, t1 + (t2 - t1) / 2))
+}
+
+/// Shared ownership for the top half and the VCPU thread.
+pub type SharedVm = Arc<Vm>;

@@ -1,0 +1,72 @@
+/* irqlab guest <-> VMM ABI: the memory map, the shared page and the
+ * paravirtual ports. Mirrored in crates/irqlab-vmm/src/abi.rs (the VMM's
+ * tests boot the guest and check every field it reads back).
+ *
+ * Design principles: fixed guest-physical addresses (the VMM builds the
+ * page tables and GDT, the guest only reads them); every shared field is a
+ * naturally aligned 64-bit word written by exactly one side. */
+#ifndef IRQLAB_ABI_H
+#define IRQLAB_ABI_H
+
+#define ABI_MAGIC 0x31564d424c515249ULL /* "IRQLBMV1" */
+
+/* Guest-physical memory map. */
+#define MEM_SIZE      (4u << 20)
+#define PML4_ADDR     0x1000
+#define GDT_ADDR      0x8000
+#define SHARED_ADDR   0x10000
+#define RING_ADDR     0x20000         /* device d's ring: RING_ADDR + d * RING_BYTES */
+#define RING_SLOTS    64
+#define DESC_BYTES    2048
+#define RING_BYTES    (RING_SLOTS * DESC_BYTES)
+#define NDEV          2
+#define KERNEL_ADDR   0x100000
+#define STACK_TOP     0x3ff000
+#define LAPIC_ADDR    0xfee00000ULL
+
+/* Paravirtual ports (out from the guest, one VM exit each). */
+#define PORT_CONSOLE  0x3f8   /* byte: console output */
+#define PORT_DONE     0x510   /* dword d: device d has completed descriptors (paravirtual EOI) */
+#define PORT_PANIC    0x511   /* dword vector: CPU exception, details in the shared page */
+#define PORT_READY    0x512   /* dword: boot finished, interrupts enabled */
+#define PORT_EXIT     0x513   /* dword code: the guest asks to stop */
+
+/* Vector of device d's virtual interrupt. */
+#define VEC_BASE      0x40
+
+/* Behaviour flags (shared.flags, written by the VMM before boot). */
+#define FLAG_BUSY     1   /* background task computes instead of halting */
+#define FLAG_FAULT    2   /* after boot: execute ud2 (test of the panic path) */
+#define FLAG_HANG     4   /* after boot: cli; spin forever (watchdog test) */
+#define FLAG_TRIPLE   8   /* after boot: unmapped stack + int3 (triple fault test) */
+#define FLAG_FLOOD    16  /* after boot: print forever (console flood test) */
+
+/* A descriptor of a device ring: the VMM fills seq/len/data and the
+ * injection time, the guest fills the three timestamps (guest TSC). */
+#define D_SEQ        0
+#define D_LEN        1
+#define D_ISR        2   /* guest TSC at ISR entry of the interrupt that found it */
+#define D_DSR_START  3
+#define D_DSR_END    4
+#define D_WORDS      8   /* header words; payload follows */
+#define D_PAYLOAD    (D_WORDS * 8)
+
+/* Shared page: 64-bit word indices. */
+#define S_MAGIC      0
+#define S_FLAGS      1
+#define S_DSR_COST   2   /* guest TSC ticks of work per descriptor in the DSR */
+#define S_HEARTBEAT  3   /* incremented by the background task */
+#define S_PANIC_VEC  4
+#define S_PANIC_ERR  5
+#define S_PANIC_RIP  6
+#define S_GAP_MIN    7   /* TSC ticks: a longer step in the busy loop is a gap */
+#define S_GAP_COUNT  8
+#define S_DEV        16  /* per device d: S_DEV + d * 8 + ... */
+#define DV_PROD      0   /* VMM: descriptors produced */
+#define DV_CONS      1   /* guest: descriptors completed */
+#define DV_ISR       2   /* guest: ISR entries */
+#define DV_DSR       3   /* guest: DSR runs */
+#define S_GAPS       64  /* GAP_SLOTS pairs (start, end) of guest TSC */
+#define GAP_SLOTS    96
+
+#endif
