@@ -182,21 +182,10 @@ void kmain(void) {
     u64 gap_min = SH[S_GAP_MIN];
     u64 last = rdtsc();
     for (;;) {
-        int work = 0;
-        for (int d = 0; d < NDEV; d++)
-            if (dsr_pending[d]) {
-                dsr(d);
-                work = 1;
-                break; /* re-check from the highest-priority device */
-            }
-        if (work) {
-            last = rdtsc();
-            continue;
-        }
-        SH[S_HEARTBEAT] += 1;
         if (flags & FLAG_BUSY) {
-            /* Background computation; a step much longer than the loop
-             * body is time the VCPU did not run (a budget gap). */
+            /* A step of this loop much longer than its body is time the
+             * VCPU did not run (a budget gap); an interrupt taken at the
+             * end of a gap shows just after it. */
             u64 now = rdtsc();
             if (gap_min && now - last > gap_min) {
                 u64 n = SH[S_GAP_COUNT];
@@ -207,7 +196,17 @@ void kmain(void) {
                 }
             }
             last = now;
-        } else {
+        }
+        int work = 0;
+        for (int d = 0; d < NDEV; d++)
+            if (dsr_pending[d]) {
+                dsr(d);
+                work = 1;
+                break; /* re-check from the highest-priority device */
+            }
+        if (work) continue;
+        SH[S_HEARTBEAT] += 1;
+        if (!(flags & FLAG_BUSY)) {
             __asm__ volatile("cli");
             int idle = 1;
             for (int d = 0; d < NDEV; d++)
@@ -216,7 +215,6 @@ void kmain(void) {
                 __asm__ volatile("sti; hlt");
             else
                 __asm__ volatile("sti");
-            last = rdtsc();
         }
     }
 }
