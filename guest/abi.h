@@ -30,6 +30,7 @@
 #define PORT_PANIC    0x511   /* dword vector: CPU exception, details in the shared page */
 #define PORT_READY    0x512   /* dword: boot finished, interrupts enabled */
 #define PORT_EXIT     0x513   /* dword code: the guest asks to stop */
+#define PORT_PING     0x514   /* dword: nothing (exit round-trip measurement) */
 
 /* Vector of device d's virtual interrupt. */
 #define VEC_BASE      0x40
@@ -40,6 +41,8 @@
 #define FLAG_HANG     4   /* after boot: cli; spin forever (watchdog test) */
 #define FLAG_TRIPLE   8   /* after boot: unmapped stack + int3 (triple fault test) */
 #define FLAG_FLOOD    16  /* after boot: print forever (console flood test) */
+#define FLAG_PING     32  /* after boot: PING_COUNT writes to PORT_PING, timed */
+#define PING_COUNT    10000
 
 /* A descriptor of a device ring: the VMM fills seq/len/data and the
  * injection time, the guest fills the three timestamps (guest TSC). */
@@ -61,6 +64,7 @@
 #define S_PANIC_RIP  6
 #define S_GAP_MIN    7   /* TSC ticks: a longer step in the busy loop is a gap */
 #define S_GAP_COUNT  8
+#define S_PING_TSC   9   /* guest TSC ticks of PING_COUNT exits */
 #define S_DEV        16  /* per device d: S_DEV + d * 8 + ... */
 #define DV_PROD      0   /* VMM: descriptors produced */
 #define DV_CONS      1   /* guest: descriptors completed */

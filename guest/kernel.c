@@ -177,6 +177,11 @@ void kmain(void) {
          * nor can #PF (#DF), nor #DF: a triple fault. */
         __asm__ volatile("mov $0x10000000000, %rsp; int3");
     }
+    if (flags & FLAG_PING) {
+        u64 t = rdtsc();
+        for (int i = 0; i < PING_COUNT; i++) outl(PORT_PING, 0);
+        SH[S_PING_TSC] = rdtsc() - t;
+    }
     if (flags & FLAG_FLOOD) for (;;) puts("flood flood flood flood flood flood flood\n");
 
     u64 gap_min = SH[S_GAP_MIN];

@@ -26,6 +26,7 @@ pub const PORT_DONE: u16 = 0x510;
 pub const PORT_PANIC: u16 = 0x511;
 pub const PORT_READY: u16 = 0x512;
 pub const PORT_EXIT: u16 = 0x513;
+pub const PORT_PING: u16 = 0x514;
 
 pub const VEC_BASE: u8 = 0x40;
 
@@ -34,6 +35,8 @@ pub const FLAG_FAULT: u64 = 2;
 pub const FLAG_HANG: u64 = 4;
 pub const FLAG_TRIPLE: u64 = 8;
 pub const FLAG_FLOOD: u64 = 16;
+pub const FLAG_PING: u64 = 32;
+pub const PING_COUNT: u64 = 10000;
 
 pub const D_SEQ: u64 = 0;
 pub const D_LEN: u64 = 1;
@@ -52,6 +55,7 @@ pub const S_PANIC_ERR: u64 = 5;
 pub const S_PANIC_RIP: u64 = 6;
 pub const S_GAP_MIN: u64 = 7;
 pub const S_GAP_COUNT: u64 = 8;
+pub const S_PING_TSC: u64 = 9;
 pub const S_DEV: u64 = 16;
 pub const DV_PROD: u64 = 0;
 pub const DV_CONS: u64 = 1;

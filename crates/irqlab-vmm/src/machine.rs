@@ -312,6 +312,10 @@ impl Vmm {
     pub fn stopped(&self) -> bool {
         self.shared.stop.load(Ordering::SeqCst)
     }
+    /// Has the guest finished its exit round-trip measurement (`FLAG_PING`)?
+    pub fn ping_done(&self) -> bool {
+        self.shared.vm.load(shared(S_PING_TSC)).unwrap_or(0) != 0
+    }
     /// Events of device `d` the guest completed so far.
     pub fn completed(&self, d: usize) -> u64 {
         self.shared.devs.get(d).map_or(0, |m| lock(m).completed)
@@ -372,6 +376,14 @@ impl Vmm {
             tsc_khz: sh.tsc_khz.load(Ordering::Relaxed),
             console: String::from_utf8_lossy(&lock(&sh.console)).into_owned(),
             heartbeat: sh.vm.load(shared(S_HEARTBEAT)).unwrap_or(0),
+            exit_round_trip_ns: match sh.vm.load(shared(S_PING_TSC)).unwrap_or(0) {
+                0 => None,
+                t => Some(
+                    t as f64 * 1e6
+                        / sh.tsc_khz.load(Ordering::Relaxed).max(1) as f64
+                        / PING_COUNT as f64,
+                ),
+            },
             exits: ExitCounts {
                 io: sh.exits_io.load(Ordering::Relaxed),
                 done_port: sh.exits_done.load(Ordering::Relaxed),
@@ -409,6 +421,9 @@ pub struct VmmReport {
     pub tsc_khz: u64,
     pub console: String,
     pub heartbeat: u64,
+    /// Mean cost of a port-I/O exit round trip (guest `out` to the VMM and
+    /// back), measured by the guest with `FLAG_PING`.
+    pub exit_round_trip_ns: Option<f64>,
     pub exits: ExitCounts,
     pub devices: Vec<DeviceReport>,
     /// Every completed event (up to 65536 per device), host clock.
@@ -516,6 +531,7 @@ fn run_loop(sh: &Shared, vcpu: &mut VcpuFd) -> Result<(), VmmError> {
                         }
                     }
                     PORT_DONE => Action::Done(word as usize),
+                    PORT_PING => Action::Go,
                     PORT_READY => {
                         sh.ready.store(true, Ordering::SeqCst);
                         Action::Go

@@ -33,6 +33,21 @@ fn boots_and_prints() {
 }
 
 #[test]
+fn exit_round_trips_are_measured() {
+    require_kvm!();
+    let vmm = common::start(VmmConfig {
+        flags: FLAG_PING,
+        ..Default::default()
+    });
+    assert!(vmm.wait_for(Duration::from_secs(10), |v| v.ping_done()));
+    let r = common::stop_ok(vmm);
+    let rt = r.exit_round_trip_ns.expect("measured");
+    assert!(r.exits.io >= PING_COUNT, "{:?}", r.exits);
+    assert!(rt > 0.0);
+    println!("exit round trip {rt:.0} ns");
+}
+
+#[test]
 fn n_host_events_n_interrupts_n_completions() {
     require_kvm!();
     let cfg = VmmConfig {

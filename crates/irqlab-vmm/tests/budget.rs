@@ -55,7 +55,11 @@ fn a_vcpu_out_of_budget_does_not_run_and_its_interrupts_wait() {
     // Budget enforcement: the VCPU's CPU time is at most one budget per
     // started period plus the enforcement overrun (bounded generously).
     let rt = r.runtime.as_ref().expect("runtime report");
-    let s = rt.servers.iter().find(|s| s.name == "vcpu0").expect("vcpu0");
+    let s = rt
+        .servers
+        .iter()
+        .find(|s| s.name == "vcpu0")
+        .expect("vcpu0");
     let periods = rt.duration_ns.div_ceil(T.0) + 1;
     assert!(
         s.cpu_time_ns <= periods * (C.0 + 500_000),

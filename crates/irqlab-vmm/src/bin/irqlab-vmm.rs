@@ -3,7 +3,8 @@
 //! * `irqlab-vmm probe` -- which KVM features work here (JSON lines);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
 //!   [--cpu C]` -- boot the guest with a UDP NIC, send N datagrams one at a
-//!   time, print the report (JSON) with every stage's latency.
+//!   time, print the report (JSON) with every stage's latency and the
+//!   guest-measured exit round trip.
 //!
 //! Design principle: thin; every behaviour lives in the library.
 
@@ -38,6 +39,7 @@ fn echo(args: &[String]) -> Result<(), String> {
             },
         }],
         dsr_cost: Nanos::from_us(arg(args, "--dsr-cost")?.unwrap_or(0)),
+        flags: irqlab_vmm::abi::FLAG_PING,
         ..Default::default()
     };
     if let Some(c) = arg(args, "--cpu")? {
@@ -54,7 +56,7 @@ fn echo(args: &[String]) -> Result<(), String> {
         _ => return Err("--budget and --period go together".into()),
     }
     let vmm = Vmm::start(cfg).map_err(|e| e.to_string())?;
-    if !vmm.wait_for(Duration::from_secs(5), |v| v.ready()) {
+    if !vmm.wait_for(Duration::from_secs(10), |v| v.ready() && v.ping_done()) {
         let s = vmm.stop();
         return Err(format!(
             "guest did not boot: {:?}",
@@ -82,6 +84,7 @@ fn echo(args: &[String]) -> Result<(), String> {
         "rtt_client": irqlab_rt::report::Latency { histogram: vec![], ..irqlab_rt::report::Latency::of(&rtt) },
         "devices": j,
         "exits": s.report.exits,
+        "exit_round_trip_ns": s.report.exit_round_trip_ns,
         "error": s.error.map(|e| e.to_string()),
     });
     println!("{out}");
