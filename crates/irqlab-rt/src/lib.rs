@@ -107,6 +107,15 @@ impl Default for Config {
     }
 }
 
+/// Replenishment rule of a [`Runtime::budget_server`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BudgetPolicy {
+    /// QUEST-VCPU Alg. 3-6 (corrected POSIX sporadic server).
+    Sporadic,
+    /// Full refill at every period boundary (VINT §III).
+    Deferrable,
+}
+
 /// A server on one managed CPU.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ServerHandle {
@@ -440,6 +449,49 @@ impl Runtime {
             cpu,
             name,
             Server::Sporadic(ss),
+            ThreadPolicy::FixedPriority,
+            Some(budget),
+            Some(period),
+        )
+    }
+
+    /// A budgeted server with an explicit replenishment rule and priority:
+    /// a sporadic or deferrable server (VINT §III's VCPUs) with `budget` per
+    /// `period`, rate-monotonic or at an explicit rank (VINT §V-A ranks
+    /// pseudo-VCPUs above every regular VCPU of the CPU). Threads in fixed
+    /// priority order.
+    pub fn budget_server(
+        &mut self,
+        name: &str,
+        policy: BudgetPolicy,
+        budget: Nanos,
+        period: Nanos,
+        priority: ServerPriority,
+        cpu: Option<usize>,
+    ) -> Result<ServerHandle, RtError> {
+        let field = format!("server[{name}].budget");
+        let server = match policy {
+            BudgetPolicy::Sporadic => {
+                let mut ss = sporadic(field, budget, period)?;
+                if priority != ServerPriority::RateMonotonic {
+                    ss = SporadicServer::new(budget, period, 32, priority, false, sys::now())?;
+                }
+                Server::Sporadic(ss)
+            }
+            BudgetPolicy::Deferrable => {
+                sporadic(field, budget, period)?; // the same (0, period] check
+                Server::Deferrable(irqlab_core::DeferrableServer::new(
+                    budget,
+                    period,
+                    priority,
+                    sys::now(),
+                )?)
+            }
+        };
+        self.add_server(
+            cpu,
+            name,
+            server,
             ThreadPolicy::FixedPriority,
             Some(budget),
             Some(period),
@@ -788,6 +840,12 @@ impl RtHandle {
     /// Is the runtime asked to stop?
     pub fn running(&self) -> bool {
         !self.shared.stop.load(Ordering::SeqCst)
+    }
+
+    /// Wake a task blocked in [`TaskCtx::wait_wake`] (as `Runtime::wake`,
+    /// from any thread).
+    pub fn wake(&self, task: TaskHandle) {
+        wake_task(&self.shared, task, sys::now());
     }
 }
 
