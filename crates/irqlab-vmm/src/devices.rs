@@ -117,6 +117,17 @@ impl Backing {
     }
 }
 
+/// An event held by the host until the vINT counter has a credit.
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    pub payload: Vec<u8>,
+    pub arrival: Nanos,
+    pub peer: Option<SocketAddr>,
+}
+
+/// Most events held per managed device; more are dropped.
+pub(crate) const HELD_MAX: usize = 4096;
+
 /// Host-side record of an injected event, until the guest completes it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Meta {
@@ -159,6 +170,9 @@ pub(crate) struct DevState {
     pub records: Vec<EventRecord>,
     /// Completion time of the last completed event (watchdog progress).
     pub last_progress: Nanos,
+    /// vINT injection counter (VINT §V-B) of a managed interrupt.
+    pub counter: Option<crate::vint::Counter>,
+    pub held: VecDeque<Held>,
 }
 
 /// Records kept per device (counters cover every event).
@@ -180,22 +194,70 @@ impl DevState {
             meta: VecDeque::new(),
             records: Vec::new(),
             last_progress: Nanos::ZERO,
+            counter: None,
+            held: VecDeque::new(),
         }
     }
 
-    /// One host event: put `payload` into the next descriptor and inject.
-    pub fn deliver(
+    /// One host event. Unmanaged: injected at once. Managed (vINT): injected
+    /// if the counter has a credit, else held. Returns whether it was
+    /// injected.
+    pub fn accept(
         &mut self,
         vm: &Vm,
         d: usize,
         payload: &[u8],
         arrival: Nanos,
         peer: Option<SocketAddr>,
-    ) {
+    ) -> bool {
         self.received += 1;
+        if let Some(c) = self.counter.as_mut() {
+            if !self.held.is_empty() || !c.take(irqlab_rt::sys::now()) {
+                if self.held.len() >= HELD_MAX {
+                    self.dropped += 1;
+                } else {
+                    self.held.push_back(Held {
+                        payload: payload.to_vec(),
+                        arrival,
+                        peer,
+                    });
+                }
+                return false;
+            }
+        }
+        self.deliver(vm, d, payload, arrival, peer)
+    }
+
+    /// Inject held events for which the counter has credits again; returns
+    /// how many were injected.
+    pub fn release_held(&mut self, vm: &Vm, d: usize, now: Nanos) -> u64 {
+        let mut n = 0;
+        while let (Some(_), Some(c)) = (self.held.front(), self.counter.as_mut()) {
+            if !c.take(now) {
+                break;
+            }
+            if let Some(h) = self.held.pop_front() {
+                if self.deliver(vm, d, &h.payload, h.arrival, h.peer) {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
+    /// Put `payload` into the next descriptor and inject (an accepted
+    /// event); returns whether it was injected (else dropped: ring full).
+    fn deliver(
+        &mut self,
+        vm: &Vm,
+        d: usize,
+        payload: &[u8],
+        arrival: Nanos,
+        peer: Option<SocketAddr>,
+    ) -> bool {
         if self.prod - self.host_done >= RING_SLOTS {
             self.dropped += 1;
-            return;
+            return false;
         }
         let base = desc(d, self.prod);
         let n = payload.len().min(MAX_PAYLOAD);
@@ -209,7 +271,7 @@ impl DevState {
         if wrote.is_err() {
             self.inject_errors += 1;
             self.dropped += 1;
-            return;
+            return false;
         }
         self.prod += 1;
         if vm.store(dev(d, DV_PROD), self.prod).is_err() {
@@ -228,6 +290,7 @@ impl DevState {
         if vm.inject(VEC_BASE + d as u8).is_err() {
             self.inject_errors += 1;
         }
+        true
     }
 
     /// The guest reported completions of device `d` (on the VCPU thread).
@@ -346,7 +409,7 @@ impl DeviceReport {
             received: st.received,
             injected: st.injected,
             dropped: st.dropped,
-            pending: 0,
+            pending: st.held.len() as u64,
             completed: st.completed,
             in_guest: st.injected - st.completed,
             guest_isr_entries: guest.0,

@@ -4,8 +4,9 @@
 //!
 //! Layers: [`vm`] (KVM VM, memory, long mode, MSI injection), [`elf`] (the
 //! guest loader), [`devices`] (UDP NIC and timer devices, rings, the
-//! physical ISR, accounting), [`machine`] (the VCPU thread in a server, the
-//! watchdog, the report), [`probe`] (which KVM features work here). The
+//! physical ISR, accounting), [`machine`] (the servers, threads, watchdog
+//! and report), `vcpu` (who runs the guest, exits), [`vint`] (pseudo-VCPUs
+//! and the injection counter, VINT §V), [`probe`] (which KVM features work here). The
 //! guest kernel is built from `guest/` by `build.rs` and embedded.
 //!
 //! Design principles: no second scheduler (VCPUs are irqlab-rt managed
@@ -20,11 +21,14 @@ pub mod elf;
 pub mod error;
 pub mod machine;
 pub mod probe;
+mod vcpu;
+pub mod vint;
 pub mod vm;
 
 pub use devices::{DeviceConfig, DeviceKind, DeviceReport, EventRecord};
 pub use error::VmmError;
 pub use machine::{Stopped, VcpuServer, Vmm, VmmConfig, VmmReport};
+pub use vint::{PseudoVcpu, Replenish};
 
 /// The guest kernel built from `guest/` by `build.rs`.
 pub static GUEST_ELF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest.elf"));

@@ -2,14 +2,15 @@
 //! host devices on the runtime's top half, a watchdog, and the report.
 //!
 //! What it is (DESIGN §11): `Vmm::start` creates the VM, declares the
-//! VCPU's server (a sporadic server, VINT §III, or an unbounded one) in an
+//! VCPU's server (sporadic or deferrable, VINT §III, or unbounded) in an
 //! irqlab-rt runtime, spawns the VCPU thread as a managed thread of that
-//! server (so the supervisor parks it when the server is out of budget:
-//! the park signal makes `KVM_RUN` return `EINTR` and the thread waits in
-//! the signal handler until the replenishment), registers each device's fd
-//! as an upcall of the top half (the physical ISR), and starts a watchdog.
-//! `stop` kicks the VCPU out of `KVM_RUN` (`immediate_exit` + a signal),
-//! stops the runtime (joining every thread) and reports.
+//! server (so the supervisor parks it when the server is out of budget;
+//! see `vcpu` for how a parked thread never holds the guest), and for each
+//! vINT-managed interrupt a pseudo-VCPU server and thread (VINT §V, see
+//! `vint`); registers each device's fd as an upcall of the top half (the
+//! physical ISR); starts a watchdog and, with vINT, the releaser of held
+//! events. `stop` kicks the VCPU out of `KVM_RUN` (`immediate_exit` + a
+//! signal), stops the runtime (joining every thread) and reports.
 //!
 //! Design principles: one scheduler (irqlab-core through irqlab-rt); a
 //! guest failure stops everything and is returned with the guest RIP; the
@@ -17,25 +18,28 @@
 //! of the TSC MSR through KVM at boot and at the stop).
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Once, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use irqlab_core::Nanos;
-use irqlab_rt::{Runtime, UpcallBudget};
-use kvm_ioctls::{VcpuExit, VcpuFd};
+use irqlab_core::{Nanos, ServerPriority};
+use irqlab_rt::{BudgetPolicy, RtHandle, Runtime, TaskHandle, UpcallBudget};
+use kvm_ioctls::VcpuFd;
 use serde::Serialize;
 
 use crate::abi::*;
 use crate::devices::{Backing, DevState, DeviceConfig, DeviceKind, DeviceReport, EventRecord};
-use crate::error::{exception_name, VmmError};
-use crate::vm::{tsc_sample, Vm};
+use crate::error::VmmError;
+use crate::vint::{Counter, PseudoVcpu, Replenish};
+use crate::vm::Vm;
 
 /// The server the guest VCPU runs in.
 #[derive(Clone, Copy, Debug)]
 pub enum VcpuServer {
     /// A sporadic server (VINT §III: the VCPU's budget C per period T).
     Sporadic { budget: Nanos, period: Nanos },
+    /// A deferrable server (VINT §III: full budget at every period start).
+    Deferrable { budget: Nanos, period: Nanos },
     /// No budget: a plain SCHED_FIFO thread group.
     Unbounded,
 }
@@ -55,6 +59,9 @@ pub struct VmmConfig {
     /// (time the VCPU did not run); zero: no gap log.
     pub gap_min: Nanos,
     pub devices: Vec<DeviceConfig>,
+    /// Per device (same index), a pseudo-VCPU if vINT manages its virtual
+    /// interrupt (VINT §V); missing or `None`: unmanaged.
+    pub vint: Vec<Option<PseudoVcpu>>,
     /// No guest progress for this long stops the VM with an error.
     pub watchdog: Nanos,
     pub console_limit: usize,
@@ -71,6 +78,7 @@ impl Default for VmmConfig {
             dsr_cost: Nanos::ZERO,
             gap_min: Nanos::ZERO,
             devices: Vec::new(),
+            vint: Vec::new(),
             watchdog: Nanos::from_ms(2000),
             console_limit: 64 << 10,
             image: None,
@@ -82,35 +90,64 @@ impl Default for VmmConfig {
 pub struct ExitCounts {
     pub io: u64,
     pub done_port: u64,
+    /// `KVM_RUN` interrupted by a signal (a park, a kick or a handoff).
     pub intr: u64,
+    /// Slices of guest execution run by pseudo-VCPU threads (vINT).
+    pub pseudo_slices: u64,
 }
 
 pub(crate) struct Shared {
-    vm: Vm,
-    backings: Vec<Backing>,
-    devs: Vec<Mutex<DevState>>,
-    stop: AtomicBool,
+    pub vm: Vm,
+    /// The guest's VCPU: whoever holds it runs the guest (see `vcpu`).
+    pub vcpu: Mutex<VcpuFd>,
+    pub backings: Vec<Backing>,
+    pub devs: Vec<Mutex<DevState>>,
+    pub stop: AtomicBool,
     failure: Mutex<Option<VmmError>>,
-    /// The watchdog wants the VCPU thread to stop with this reason.
-    hang: Mutex<Option<(String, u64)>>,
-    ready: AtomicBool,
-    vcpu_tid: AtomicI32,
+    /// The watchdog wants the running thread to stop with this reason.
+    pub hang: Mutex<Option<(String, u64)>>,
+    pub ready: AtomicBool,
+    /// The thread in `KVM_RUN` now (0: none).
+    pub runner_tid: AtomicI32,
     kvm_run: AtomicUsize,
-    console: Mutex<Vec<u8>>,
-    exits_io: AtomicU64,
-    exits_done: AtomicU64,
-    exits_intr: AtomicU64,
+    /// Pseudo-VCPU threads waiting for or holding the guest.
+    pub p_want: AtomicUsize,
+    pub handoff: (Mutex<()>, Condvar),
+    /// Pseudo-VCPU thread per device (managed interrupts only).
+    pseudo: Vec<OnceLock<TaskHandle>>,
+    /// The vINT releaser thread (unparked when an event is held).
+    releaser: OnceLock<std::thread::Thread>,
+    /// Intervals (host ns) in which the VCPU thread was parked (its server
+    /// out of budget).
+    pub parks: Mutex<Vec<(u64, u64)>>,
+    pub console: Mutex<Vec<u8>>,
+    pub exits_io: AtomicU64,
+    pub exits_done: AtomicU64,
+    pub exits_intr: AtomicU64,
+    pub pseudo_slices: AtomicU64,
     tsc_khz: AtomicU64,
-    tsc_samples: Mutex<Vec<(u64, u64)>>,
-    console_limit: usize,
+    pub tsc_samples: Mutex<Vec<(u64, u64)>>,
+    pub console_limit: usize,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Shared {
-    fn fail(&self, e: VmmError) {
+    pub fn stopping(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// Injected but not yet completed events of device `d`.
+    pub fn outstanding(&self, d: usize) -> u64 {
+        self.devs.get(d).map_or(0, |m| {
+            let st = lock(m);
+            st.injected - st.completed
+        })
+    }
+
+    pub fn fail(&self, e: VmmError) {
         let mut f = lock(&self.failure);
         if f.is_none() {
             *f = Some(e);
@@ -121,7 +158,7 @@ impl Shared {
 
     /// Get the VCPU out of `KVM_RUN`: `immediate_exit` covers a thread about
     /// to enter, the signal one inside.
-    fn kick(&self) {
+    pub fn kick(&self) {
         let p = self.kvm_run.load(Ordering::SeqCst);
         if p != 0 {
             // SAFETY: the kvm_run mapping lives as long as the VcpuFd, which
@@ -133,7 +170,7 @@ impl Shared {
                 )
             };
         }
-        let tid = self.vcpu_tid.load(Ordering::SeqCst);
+        let tid = self.runner_tid.load(Ordering::SeqCst);
         if tid > 0 {
             let _ = irqlab_rt::sys::tgkill(tid, kick_signal());
         }
@@ -160,7 +197,7 @@ impl Shared {
 }
 
 /// Signal that kicks the VCPU out of `KVM_RUN` (handler does nothing).
-fn kick_signal() -> libc::c_int {
+pub(crate) fn kick_signal() -> libc::c_int {
     libc::SIGRTMIN() + 4
 }
 extern "C" fn on_kick(_: libc::c_int) {}
@@ -182,6 +219,7 @@ pub struct Vmm {
     shared: Arc<Shared>,
     rt: Option<Runtime>,
     watchdog: Option<JoinHandle<()>>,
+    releaser: Option<JoinHandle<()>>,
     t0: Nanos,
 }
 
@@ -207,6 +245,38 @@ impl Vmm {
                 "must be at least 50 ms",
             ));
         }
+        if cfg.vint.len() > cfg.devices.len() {
+            return Err(VmmError::config(
+                "vint",
+                format!("{} entries", cfg.vint.len()),
+                format!("at most one per device ({})", cfg.devices.len()),
+            ));
+        }
+        let vcpu_period = match cfg.vcpu {
+            VcpuServer::Sporadic { period, .. } | VcpuServer::Deferrable { period, .. } => {
+                Some(period)
+            }
+            VcpuServer::Unbounded => None,
+        };
+        for (d, p) in cfg.vint.iter().enumerate() {
+            let Some(p) = p else { continue };
+            if p.min_interarrival.is_zero() || p.period < p.min_interarrival {
+                return Err(VmmError::config(
+                    format!("vint[{d}].period"),
+                    format!("{} ns (T_i {} ns)", p.period.0, p.min_interarrival.0),
+                    "VINT §V: T_i > 0 and the pseudo-VCPU period T_p >= T_i",
+                ));
+            }
+            // §V-A: a pseudo-VCPU ranks above every regular VCPU (ranks and
+            // rate-monotonic periods share one scale).
+            if vcpu_period.is_none_or(|t| p.rank >= t.0) {
+                return Err(VmmError::config(
+                    format!("vint[{d}].rank"),
+                    p.rank,
+                    "VINT §V-A: must be more urgent than the VCPU (a budgeted VCPU, rank below its period in ns)",
+                ));
+            }
+        }
         install_kick();
         let image = cfg.image.as_deref().unwrap_or(crate::GUEST_ELF);
         let vm = Vm::new(image)?;
@@ -227,22 +297,46 @@ impl Vmm {
                 DeviceKind::Udp { .. } => "udp",
                 DeviceKind::Timer { .. } => "timer",
             };
-            devs.push(Mutex::new(DevState::new(&d.name, kind)));
+            let mut st = DevState::new(&d.name, kind);
+            if let Some(Some(p)) = cfg.vint.get(i) {
+                st.counter = Some(Counter::new(
+                    p.counter_max(),
+                    p.policy,
+                    p.period,
+                    irqlab_rt::sys::now(),
+                ));
+            }
+            devs.push(Mutex::new(st));
         }
+        crate::vcpu::set_run_sigmask(&vcpu)?;
+        let kvm_run = {
+            let mut v = vcpu;
+            let p = v.get_kvm_run() as *mut kvm_bindings::kvm_run as usize;
+            (v, p)
+        };
+        let (vcpu, kvm_run) = kvm_run;
+        let ndev = devs.len();
         let shared = Arc::new(Shared {
             vm,
+            vcpu: Mutex::new(vcpu),
             backings,
             devs,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
             hang: Mutex::new(None),
             ready: AtomicBool::new(false),
-            vcpu_tid: AtomicI32::new(0),
-            kvm_run: AtomicUsize::new(0),
+            runner_tid: AtomicI32::new(0),
+            kvm_run: AtomicUsize::new(kvm_run),
+            p_want: AtomicUsize::new(0),
+            handoff: (Mutex::new(()), Condvar::new()),
+            pseudo: (0..ndev).map(|_| OnceLock::new()).collect(),
+            releaser: OnceLock::new(),
+            parks: Mutex::new(Vec::new()),
             console: Mutex::new(Vec::new()),
             exits_io: AtomicU64::new(0),
             exits_done: AtomicU64::new(0),
             exits_intr: AtomicU64::new(0),
+            pseudo_slices: AtomicU64::new(0),
             tsc_khz: AtomicU64::new(khz),
             tsc_samples: Mutex::new(Vec::new()),
             console_limit: cfg.console_limit,
@@ -251,11 +345,45 @@ impl Vmm {
         let mut rt = Runtime::new(cfg.rt.clone())?;
         let cpu = cfg.rt.cpus.first().copied();
         let server = match cfg.vcpu {
-            VcpuServer::Sporadic { budget, period } => {
-                rt.main_vcpu("vcpu0", budget, period, cpu)?
-            }
+            VcpuServer::Sporadic { budget, period } => rt.budget_server(
+                "vcpu0",
+                BudgetPolicy::Sporadic,
+                budget,
+                period,
+                ServerPriority::RateMonotonic,
+                cpu,
+            )?,
+            VcpuServer::Deferrable { budget, period } => rt.budget_server(
+                "vcpu0",
+                BudgetPolicy::Deferrable,
+                budget,
+                period,
+                ServerPriority::RateMonotonic,
+                cpu,
+            )?,
             VcpuServer::Unbounded => rt.unbounded("vcpu0", 1_000_000_000, cpu)?,
         };
+        for (d, p) in cfg.vint.iter().enumerate() {
+            let Some(p) = p else { continue };
+            let name = format!("pseudo-{}", cfg.devices[d].name);
+            let policy = match p.policy {
+                Replenish::Deferrable => BudgetPolicy::Deferrable,
+                Replenish::Sporadic => BudgetPolicy::Sporadic,
+            };
+            let server = rt.budget_server(
+                &name,
+                policy,
+                p.budget,
+                p.period,
+                ServerPriority::Rank(p.rank),
+                cpu,
+            )?;
+            let sh = shared.clone();
+            let task = rt.spawn(server, &name, 0, move |ctx| {
+                crate::vcpu::pseudo_body(&sh, ctx, d)
+            })?;
+            let _ = shared.pseudo[d].set(task);
+        }
         for (d, b) in shared.backings.iter().enumerate() {
             let sh = shared.clone();
             let name = format!("{}-physical-isr", cfg.devices[d].name);
@@ -266,17 +394,30 @@ impl Vmm {
                 period: Nanos::from_ms(1),
             };
             rt.register_upcall(&name, b.raw(), budget, move |ev| {
-                physical_isr(&sh, d, ev.arrival)
+                let (n, injected) = physical_isr(&sh, d, ev.arrival);
+                if let (true, Some(t)) = (injected, sh.pseudo[d].get()) {
+                    ev.wake(*t);
+                }
+                n
             })?;
         }
         let sh = shared.clone();
-        let mut vcpu_slot = Some(vcpu);
-        rt.spawn(server, "vcpu0", 0, move |_ctx| {
-            if let Some(v) = vcpu_slot.take() {
-                vcpu_thread(&sh, v)
-            }
+        rt.spawn(server, "vcpu0", 0, move |ctx| {
+            crate::vcpu::vcpu_body(&sh, ctx)
         })?;
         rt.start()?;
+        let releaser = if cfg.vint.iter().any(Option::is_some) {
+            let sh = shared.clone();
+            let h = rt.handle();
+            let j = std::thread::Builder::new()
+                .name("irqlab-vmm-vint".into())
+                .spawn(move || releaser(&sh, &h))
+                .map_err(VmmError::io("spawn vINT releaser"))?;
+            let _ = shared.releaser.set(j.thread().clone());
+            Some(j)
+        } else {
+            None
+        };
         for (i, d) in cfg.devices.iter().enumerate() {
             if let DeviceKind::Timer { period } = d.kind {
                 shared.backings[i].arm(period)?;
@@ -292,6 +433,7 @@ impl Vmm {
             shared,
             rt: Some(rt),
             watchdog: Some(watchdog),
+            releaser,
             t0: irqlab_rt::sys::now(),
         })
     }
@@ -341,7 +483,10 @@ impl Vmm {
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.kick();
         let rt_report = self.rt.take().map(|rt| rt.stop());
-        if let Some(w) = self.watchdog.take() {
+        for w in [self.watchdog.take(), self.releaser.take()]
+            .into_iter()
+            .flatten()
+        {
             let _ = w.join();
         }
         let t_end = irqlab_rt::sys::now();
@@ -388,7 +533,9 @@ impl Vmm {
                 io: sh.exits_io.load(Ordering::Relaxed),
                 done_port: sh.exits_done.load(Ordering::Relaxed),
                 intr: sh.exits_intr.load(Ordering::Relaxed),
+                pseudo_slices: sh.pseudo_slices.load(Ordering::Relaxed),
             },
+            vcpu_parks: lock(&sh.parks).clone(),
             devices,
             events,
             gaps,
@@ -407,7 +554,10 @@ impl Drop for Vmm {
             if let Some(rt) = self.rt.take() {
                 rt.stop();
             }
-            if let Some(w) = self.watchdog.take() {
+            for w in [self.watchdog.take(), self.releaser.take()]
+                .into_iter()
+                .flatten()
+            {
                 let _ = w.join();
             }
         }
@@ -430,19 +580,24 @@ pub struct VmmReport {
     pub events: Vec<EventRecord>,
     /// Intervals (host clock) in which the busy guest did not run.
     pub gaps: Vec<(u64, u64)>,
+    /// Intervals (host clock) in which the VCPU thread was parked: its
+    /// server out of budget.
+    pub vcpu_parks: Vec<(u64, u64)>,
     pub runtime: Option<irqlab_rt::Report>,
 }
 
 /// The top half's handler for device `d` (the physical ISR): drain the fd,
-/// deliver each event. Returns the number of events.
-fn physical_isr(sh: &Shared, d: usize, arrival: Nanos) -> u64 {
+/// accept each event. Returns the number of events and whether any was
+/// injected.
+fn physical_isr(sh: &Shared, d: usize, arrival: Nanos) -> (u64, bool) {
     let mut st = lock(&sh.devs[d]);
     let mut n = 0;
+    let mut injected = false;
     match &sh.backings[d] {
         Backing::Udp(s) => {
             let mut buf = [0u8; 2048];
             while let Ok((len, peer)) = s.recv_from(&mut buf) {
-                st.deliver(&sh.vm, d, &buf[..len], arrival, Some(peer));
+                injected |= st.accept(&sh.vm, d, &buf[..len], arrival, Some(peer));
                 n += 1;
             }
         }
@@ -459,165 +614,47 @@ fn physical_isr(sh: &Shared, d: usize, arrival: Nanos) -> u64 {
             };
             if r == 8 {
                 for _ in 0..exp {
-                    st.deliver(&sh.vm, d, &[], arrival, None);
+                    injected |= st.accept(&sh.vm, d, &[], arrival, None);
                     n += 1;
                 }
             }
         }
     }
-    n
-}
-
-/// What a VCPU exit asks the VMM to do (computed while the exit borrows
-/// the VCPU, carried out after).
-enum Action {
-    Go,
-    Done(usize),
-    Fail(Box<dyn FnOnce(u64) -> VmmError>),
-}
-
-fn vcpu_thread(sh: &Arc<Shared>, mut vcpu: VcpuFd) {
-    sh.vcpu_tid
-        .store(irqlab_rt::sys::gettid(), Ordering::SeqCst);
-    sh.kvm_run
-        .store(vcpu.get_kvm_run() as *mut _ as usize, Ordering::SeqCst);
-    if sh.stop.load(Ordering::SeqCst) {
-        vcpu.set_kvm_immediate_exit(1);
-    }
-    match tsc_sample(&vcpu) {
-        Ok(s) => lock(&sh.tsc_samples).push(s),
-        Err(e) => sh.fail(e),
-    }
-    if let Err(e) = run_loop(sh, &mut vcpu) {
-        sh.fail(e);
-    }
-    if let Ok(s) = tsc_sample(&vcpu) {
-        lock(&sh.tsc_samples).push(s);
-    }
-    sh.stop.store(true, Ordering::SeqCst);
-    sh.vcpu_tid.store(0, Ordering::SeqCst);
-    sh.kvm_run.store(0, Ordering::SeqCst);
-}
-
-fn rip(vcpu: &VcpuFd) -> u64 {
-    vcpu.get_regs().map(|r| r.rip).unwrap_or(u64::MAX)
-}
-
-fn run_loop(sh: &Shared, vcpu: &mut VcpuFd) -> Result<(), VmmError> {
-    loop {
-        if let Some((what, ms)) = lock(&sh.hang).take() {
-            let rip = rip(vcpu);
-            return Err(VmmError::GuestHung { what, ms, rip });
+    if !st.held.is_empty() {
+        if let Some(t) = sh.releaser.get() {
+            t.unpark();
         }
-        if sh.stop.load(Ordering::SeqCst) {
-            return Ok(());
-        }
-        let action = match vcpu.run() {
-            Ok(VcpuExit::IoOut(port, data)) => {
-                sh.exits_io.fetch_add(1, Ordering::Relaxed);
-                let word = data
-                    .iter()
-                    .rev()
-                    .fold(0u32, |a, &b| (a << 8) | u32::from(b));
-                match port {
-                    PORT_CONSOLE => {
-                        let mut c = lock(&sh.console);
-                        c.extend_from_slice(data);
-                        if c.len() > sh.console_limit {
-                            let limit = sh.console_limit;
-                            Action::Fail(Box::new(move |rip| VmmError::ConsoleFlood { limit, rip }))
-                        } else {
-                            Action::Go
-                        }
-                    }
-                    PORT_DONE => Action::Done(word as usize),
-                    PORT_PING => Action::Go,
-                    PORT_READY => {
-                        sh.ready.store(true, Ordering::SeqCst);
-                        Action::Go
-                    }
-                    PORT_PANIC => {
-                        let vector = sh.vm.load(shared(S_PANIC_VEC))?;
-                        let error = sh.vm.load(shared(S_PANIC_ERR))?;
-                        let rip = sh.vm.load(shared(S_PANIC_RIP))?;
-                        Action::Fail(Box::new(move |_| VmmError::GuestException {
-                            vector,
-                            name: exception_name(vector),
-                            error,
-                            rip,
-                        }))
-                    }
-                    PORT_EXIT => {
-                        Action::Fail(Box::new(move |_| VmmError::GuestExit { code: word }))
-                    }
-                    p => Action::Fail(Box::new(move |rip| VmmError::Unhandled {
-                        what: format!("port write {p:#x} = {word:#x}"),
-                        rip,
-                    })),
+    }
+    (n, injected)
+}
+
+/// vINT: inject held events when their counter has credits again (VINT
+/// §V-B) and wake the pseudo-VCPU thread. Runs at the top half's priority.
+fn releaser(sh: &Shared, rt: &RtHandle) {
+    let _ = irqlab_rt::sys::set_fifo(0, 95);
+    while !sh.stopping() {
+        let now = irqlab_rt::sys::now();
+        let mut next = now + Nanos::from_ms(5);
+        for (d, m) in sh.devs.iter().enumerate() {
+            let mut st = lock(m);
+            if st.counter.is_none() {
+                continue;
+            }
+            let n = st.release_held(&sh.vm, d, now);
+            if !st.held.is_empty() {
+                if let Some(t) = st.counter.as_ref().and_then(Counter::next_return) {
+                    next = next.min(t);
                 }
             }
-            Ok(VcpuExit::IoIn(port, _)) => Action::Fail(Box::new(move |rip| VmmError::Unhandled {
-                what: format!("port read {port:#x}"),
-                rip,
-            })),
-            Ok(VcpuExit::MmioRead(a, _)) | Ok(VcpuExit::MmioWrite(a, _)) => {
-                Action::Fail(Box::new(move |rip| VmmError::Unhandled {
-                    what: format!("MMIO access at {a:#x} (no memory or device there)"),
-                    rip,
-                }))
-            }
-            Ok(VcpuExit::Shutdown) => Action::Fail(Box::new(|rip| VmmError::TripleFault { rip })),
-            Ok(VcpuExit::FailEntry(reason, _)) => {
-                Action::Fail(Box::new(move |rip| VmmError::FailEntry { reason, rip }))
-            }
-            Ok(VcpuExit::InternalError) => {
-                let sub = vcpu.get_kvm_run();
-                // SAFETY: the exit reason says the `internal` union member is valid.
-                let (suberror, data) = unsafe {
-                    let i = &sub.__bindgen_anon_1.internal;
-                    let n = (i.ndata as usize).min(i.data.len());
-                    (i.suberror, i.data[..n].to_vec())
-                };
-                Action::Fail(Box::new(move |rip| VmmError::InternalError {
-                    suberror,
-                    data,
-                    rip,
-                }))
-            }
-            Ok(VcpuExit::Intr) => {
-                sh.exits_intr.fetch_add(1, Ordering::Relaxed);
-                Action::Go
-            }
-            Ok(other) => {
-                let what = format!("VM exit {other:?}");
-                Action::Fail(Box::new(move |rip| VmmError::Unhandled { what, rip }))
-            }
-            Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
-                // A park (budget exhausted: the signal handler waited for the
-                // replenishment) or a kick.
-                sh.exits_intr.fetch_add(1, Ordering::Relaxed);
-                Action::Go
-            }
-            Err(e) => return Err(VmmError::kvm("KVM_RUN")(e)),
-        };
-        match action {
-            Action::Go => {}
-            Action::Done(d) => {
-                sh.exits_done.fetch_add(1, Ordering::Relaxed);
-                let (Some(m), Some(b)) = (sh.devs.get(d), sh.backings.get(d)) else {
-                    let rip = rip(vcpu);
-                    return Err(VmmError::Unhandled {
-                        what: format!("completion for device {d}, which does not exist"),
-                        rip,
-                    });
-                };
-                lock(m).complete(&sh.vm, d, b)?;
-            }
-            Action::Fail(f) => {
-                let rip = rip(vcpu);
-                return Err(f(rip));
+            drop(st);
+            if let (true, Some(t)) = (n > 0, sh.pseudo[d].get()) {
+                rt.wake(*t);
             }
         }
+        let wait = next
+            .saturating_sub(irqlab_rt::sys::now())
+            .max(Nanos::from_us(20));
+        std::thread::park_timeout(Duration::from_nanos(wait.0.min(5_000_000)));
     }
 }
 

@@ -2,6 +2,7 @@
 //! /dev/kvm is absent or not permitted; start a VMM with test defaults.
 #![allow(dead_code)]
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use irqlab_vmm::{Stopped, Vmm, VmmConfig, VmmError};
@@ -17,11 +18,54 @@ pub fn kvm_unavailable() -> Option<String> {
 #[macro_export]
 macro_rules! require_kvm {
     () => {
+        let _serial = common::serial();
         if let Some(why) = common::kvm_unavailable() {
             eprintln!("SKIPPED: {why}");
             return;
         }
     };
+}
+
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// One VMM at a time per test binary (they compete for the same CPU at
+/// SCHED_FIFO priorities).
+pub fn serial() -> MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A host stall during the run: the supervisor's timer woke at least 2 ms
+/// late (something above SCHED_FIFO took the CPU, e.g. another user's
+/// real-time test on this shared machine), in ns. Timing-dependent checks
+/// cannot judge such a run.
+pub fn host_stall(r: &irqlab_vmm::VmmReport) -> Option<u64> {
+    r.runtime
+        .as_ref()?
+        .supervisors
+        .iter()
+        .filter_map(|s| s.timer_latency.max)
+        .max()
+        .filter(|&m| m >= 2_000_000)
+}
+
+/// Wait until device `d` completed `n` events. On a timeout stop the VM:
+/// `None` (the test skips, saying why) if the host stalled, else fail with
+/// the report.
+pub fn wait_completed(vmm: Vmm, d: usize, n: u64, secs: u64) -> Option<Vmm> {
+    if vmm.wait_for(Duration::from_secs(secs), |v| v.completed(d) == n) {
+        return Some(vmm);
+    }
+    let Stopped { report, error } = vmm.stop();
+    if let (Some(ns), None) = (host_stall(&report), &error) {
+        eprintln!("SKIPPED: the host stalled the runtime for {ns} ns (supervisor timer late)");
+        return None;
+    }
+    panic!(
+        "device {d}: {n} completions expected; error {error:?}; devices {:?}; exits {:?}; parks {}",
+        report.devices,
+        report.exits,
+        report.vcpu_parks.len()
+    );
 }
 
 pub fn start(cfg: VmmConfig) -> Vmm {

@@ -1,0 +1,316 @@
+//! Who runs the guest's VCPU, and the VM-exit handling.
+//!
+//! What it is: the guest has one VCPU (one KVM VCPU fd behind a mutex, the
+//! "token"). Its own thread runs in the VCPU's server; each vINT-managed
+//! virtual interrupt has a pseudo-VCPU thread in the pseudo-VCPU's server
+//! (VINT §V). Whoever holds the token runs `KVM_RUN` in slices:
+//! * the VCPU thread runs until a pseudo-VCPU thread wants the guest, or a
+//!   signal (the supervisor's park: out of budget; a kick) interrupts it;
+//! * a pseudo-VCPU thread, woken by an injection of its interrupt, asks for
+//!   the token (kicking the VCPU thread out of `KVM_RUN`) and runs the
+//!   guest until every injected instance of its interrupt is completed
+//!   (the guest's `PORT_DONE`, the end of ISR + DSR) -- so the handling is
+//!   charged to the pseudo-VCPU's budget and runs at its priority even while
+//!   the VCPU's own server is out of budget -- or until its own budget runs
+//!   out (the park signal), after which the VCPU continues on its own budget.
+//!
+//! Signals: both kinds of thread block the park and kick signals; KVM runs
+//! the guest with an empty mask (`KVM_SET_SIGNAL_MASK`), so a signal
+//! interrupts `KVM_RUN` (`EINTR`) but is never delivered to a handler while
+//! the token is held. After releasing the token the thread consumes the
+//! pending signals and parks cooperatively (`TaskCtx::checkpoint`) if its
+//! server wants it. A parked thread thus never holds the guest.
+//!
+//! Design principle: the exit handling is one function used by every
+//! runner; errors carry the guest RIP.
+
+use std::os::fd::AsRawFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use irqlab_rt::TaskCtx;
+use kvm_ioctls::{VcpuExit, VcpuFd};
+
+use crate::abi::*;
+use crate::error::{exception_name, VmmError};
+use crate::machine::{kick_signal, lock, Shared};
+use crate::vm::tsc_sample;
+
+fn guarded_signals() -> libc::sigset_t {
+    // SAFETY: sigset manipulation on a local set.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, irqlab_rt::park::park_signal());
+        libc::sigaddset(&mut set, kick_signal());
+        set
+    }
+}
+
+/// Block the park and kick signals on the calling thread.
+fn block_signals() {
+    let set = guarded_signals();
+    // SAFETY: a valid set; the old mask is not needed.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Consume pending park/kick signals (their meaning is in the park cell and
+/// the VMM's flags).
+fn drain_signals() {
+    let set = guarded_signals();
+    let zero = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid set and timeout; no siginfo wanted.
+    while unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &zero) } > 0 {}
+}
+
+/// `KVM_SET_SIGNAL_MASK`: run the guest with no signal blocked.
+pub(crate) fn set_run_sigmask(vcpu: &VcpuFd) -> Result<(), VmmError> {
+    #[repr(C)]
+    struct Mask {
+        len: u32,
+        set: [u8; 8],
+    }
+    let m = Mask {
+        len: 8,
+        set: [0; 8],
+    };
+    const KVM_SET_SIGNAL_MASK: libc::c_ulong = 0x4004_ae8b; // _IOW(0xae, 0x8b, 4)
+                                                            // SAFETY: the ioctl reads `len` and `len` bytes of the set from `m`.
+    let r = unsafe { libc::ioctl(vcpu.as_raw_fd(), KVM_SET_SIGNAL_MASK as _, &m) };
+    if r < 0 {
+        return Err(VmmError::io("KVM_SET_SIGNAL_MASK")(
+            std::io::Error::last_os_error(),
+        ));
+    }
+    Ok(())
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Role {
+    Vcpu,
+    Pseudo(usize),
+}
+
+/// The VCPU's own thread (a managed thread of the VCPU server).
+pub(crate) fn vcpu_body(sh: &Arc<Shared>, ctx: &TaskCtx) {
+    block_signals();
+    match tsc_sample(&lock(&sh.vcpu)) {
+        Ok(s) => lock(&sh.tsc_samples).push(s),
+        Err(e) => sh.fail(e),
+    }
+    while !sh.stopping() {
+        // A pseudo-VCPU that wants the guest goes first.
+        {
+            let mut g = lock(&sh.handoff.0);
+            while sh.p_want.load(Ordering::SeqCst) > 0 && !sh.stopping() {
+                g = sh
+                    .handoff
+                    .1
+                    .wait_timeout(g, Duration::from_millis(1))
+                    .map(|r| r.0)
+                    .unwrap_or_else(|e| e.into_inner().0);
+            }
+        }
+        if let Err(e) = slice(sh, Role::Vcpu) {
+            sh.fail(e);
+            break;
+        }
+        after_slice(sh, ctx, true);
+    }
+    if let Ok(s) = tsc_sample(&lock(&sh.vcpu)) {
+        lock(&sh.tsc_samples).push(s);
+    }
+    sh.stop.store(true, Ordering::SeqCst);
+}
+
+/// The thread of device `d`'s pseudo-VCPU (a managed thread of its server).
+pub(crate) fn pseudo_body(sh: &Arc<Shared>, ctx: &TaskCtx, d: usize) {
+    block_signals();
+    while ctx.wait_wake() {
+        while !sh.stopping() && sh.outstanding(d) > 0 {
+            sh.p_want.fetch_add(1, Ordering::SeqCst);
+            sh.kick();
+            let r = slice(sh, Role::Pseudo(d));
+            sh.p_want.fetch_sub(1, Ordering::SeqCst);
+            sh.handoff.1.notify_all();
+            if let Err(e) = r {
+                sh.fail(e);
+                return;
+            }
+            after_slice(sh, ctx, false);
+        }
+    }
+}
+
+fn after_slice(sh: &Shared, ctx: &TaskCtx, log_park: bool) {
+    drain_signals();
+    let t0 = irqlab_rt::sys::now();
+    ctx.checkpoint();
+    let t1 = irqlab_rt::sys::now();
+    if log_park && t1.0 - t0.0 > 20_000 {
+        let mut p = lock(&sh.parks);
+        if p.len() < 1 << 16 {
+            p.push((t0.0, t1.0));
+        }
+    }
+}
+
+fn rip(vcpu: &VcpuFd) -> u64 {
+    vcpu.get_regs().map(|r| r.rip).unwrap_or(u64::MAX)
+}
+
+/// What one exit asks for.
+enum Step {
+    Go,
+    Done(usize),
+    /// `KVM_RUN` was interrupted (park or kick): give the token back.
+    Yield,
+    Fail(Box<dyn FnOnce(u64) -> VmmError>),
+}
+
+/// Hold the token and run the guest until the role's reason to stop.
+fn slice(sh: &Shared, role: Role) -> Result<(), VmmError> {
+    let mut vcpu = lock(&sh.vcpu);
+    sh.runner_tid
+        .store(irqlab_rt::sys::gettid(), Ordering::SeqCst);
+    if !sh.stopping() {
+        vcpu.set_kvm_immediate_exit(0);
+    }
+    if let Role::Pseudo(_) = role {
+        sh.pseudo_slices.fetch_add(1, Ordering::Relaxed);
+    }
+    let r = run(sh, &mut vcpu, role);
+    sh.runner_tid.store(0, Ordering::SeqCst);
+    r
+}
+
+fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<(), VmmError> {
+    loop {
+        if let Some((what, ms)) = lock(&sh.hang).take() {
+            let rip = rip(vcpu);
+            return Err(VmmError::GuestHung { what, ms, rip });
+        }
+        if sh.stopping() {
+            return Ok(());
+        }
+        match role {
+            Role::Vcpu if sh.p_want.load(Ordering::SeqCst) > 0 => return Ok(()),
+            Role::Pseudo(d) if sh.outstanding(d) == 0 => return Ok(()),
+            _ => {}
+        }
+        match exit(sh, vcpu) {
+            Step::Go => {}
+            Step::Yield => return Ok(()),
+            Step::Done(d) => {
+                sh.exits_done.fetch_add(1, Ordering::Relaxed);
+                let (Some(m), Some(b)) = (sh.devs.get(d), sh.backings.get(d)) else {
+                    let rip = rip(vcpu);
+                    return Err(VmmError::Unhandled {
+                        what: format!("completion for device {d}, which does not exist"),
+                        rip,
+                    });
+                };
+                lock(m).complete(&sh.vm, d, b)?;
+            }
+            Step::Fail(f) => {
+                let rip = rip(vcpu);
+                return Err(f(rip));
+            }
+        }
+    }
+}
+
+/// Run the guest once and classify the exit.
+fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
+    match vcpu.run() {
+        Ok(VcpuExit::IoOut(port, data)) => {
+            sh.exits_io.fetch_add(1, Ordering::Relaxed);
+            let word = data
+                .iter()
+                .rev()
+                .fold(0u32, |a, &b| (a << 8) | u32::from(b));
+            match port {
+                PORT_CONSOLE => {
+                    let mut c = lock(&sh.console);
+                    c.extend_from_slice(data);
+                    if c.len() > sh.console_limit {
+                        let limit = sh.console_limit;
+                        Step::Fail(Box::new(move |rip| VmmError::ConsoleFlood { limit, rip }))
+                    } else {
+                        Step::Go
+                    }
+                }
+                PORT_DONE => Step::Done(word as usize),
+                PORT_PING => Step::Go,
+                PORT_READY => {
+                    sh.ready.store(true, Ordering::SeqCst);
+                    Step::Go
+                }
+                PORT_PANIC => {
+                    let w = |i| sh.vm.load(shared(i)).unwrap_or(u64::MAX);
+                    let (vector, error, rip) = (w(S_PANIC_VEC), w(S_PANIC_ERR), w(S_PANIC_RIP));
+                    Step::Fail(Box::new(move |_| VmmError::GuestException {
+                        vector,
+                        name: exception_name(vector),
+                        error,
+                        rip,
+                    }))
+                }
+                PORT_EXIT => Step::Fail(Box::new(move |_| VmmError::GuestExit { code: word })),
+                p => Step::Fail(Box::new(move |rip| VmmError::Unhandled {
+                    what: format!("port write {p:#x} = {word:#x}"),
+                    rip,
+                })),
+            }
+        }
+        Ok(VcpuExit::IoIn(port, _)) => Step::Fail(Box::new(move |rip| VmmError::Unhandled {
+            what: format!("port read {port:#x}"),
+            rip,
+        })),
+        Ok(VcpuExit::MmioRead(a, _)) | Ok(VcpuExit::MmioWrite(a, _)) => {
+            Step::Fail(Box::new(move |rip| VmmError::Unhandled {
+                what: format!("MMIO access at {a:#x} (no memory or device there)"),
+                rip,
+            }))
+        }
+        Ok(VcpuExit::Shutdown) => Step::Fail(Box::new(|rip| VmmError::TripleFault { rip })),
+        Ok(VcpuExit::FailEntry(reason, _)) => {
+            Step::Fail(Box::new(move |rip| VmmError::FailEntry { reason, rip }))
+        }
+        Ok(VcpuExit::InternalError) => {
+            let run = vcpu.get_kvm_run();
+            // SAFETY: the exit reason says the `internal` member is valid.
+            let (suberror, data) = unsafe {
+                let i = &run.__bindgen_anon_1.internal;
+                let n = (i.ndata as usize).min(i.data.len());
+                (i.suberror, i.data[..n].to_vec())
+            };
+            Step::Fail(Box::new(move |rip| VmmError::InternalError {
+                suberror,
+                data,
+                rip,
+            }))
+        }
+        Ok(VcpuExit::Intr) => {
+            sh.exits_intr.fetch_add(1, Ordering::Relaxed);
+            Step::Yield
+        }
+        Ok(other) => {
+            let what = format!("VM exit {other:?}");
+            Step::Fail(Box::new(move |rip| VmmError::Unhandled { what, rip }))
+        }
+        Err(e) if e.errno() == libc::EINTR || e.errno() == libc::EAGAIN => {
+            sh.exits_intr.fetch_add(1, Ordering::Relaxed);
+            Step::Yield
+        }
+        Err(e) => {
+            let err = VmmError::kvm("KVM_RUN")(e);
+            let msg = err.to_string();
+            Step::Fail(Box::new(move |rip| VmmError::Unhandled { what: msg, rip }))
+        }
+    }
+}
