@@ -118,6 +118,20 @@ pub fn probe() -> Result<Vec<Fact>, String> {
         })(),
     ));
     f.push(fact(
+        "halt polling off (KVM_ENABLE_CAP HALT_POLL 0)",
+        (|| {
+            let vm = kvm.create_vm().map_err(|e| format!("KVM_CREATE_VM: {e}"))?;
+            let mut cap = kvm_enable_cap {
+                cap: kvm_bindings::KVM_CAP_HALT_POLL,
+                ..Default::default()
+            };
+            cap.args[0] = 0;
+            vm.enable_cap(&cap)
+                .map_err(|e| format!("KVM_ENABLE_CAP: {e}"))?;
+            Ok("enabled with 0 ns".into())
+        })(),
+    ));
+    f.push(fact(
         "guest TSC frequency (KVM_GET_TSC_KHZ)",
         (|| {
             let vm = kvm.create_vm().map_err(|e| format!("KVM_CREATE_VM: {e}"))?;

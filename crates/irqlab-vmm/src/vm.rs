@@ -26,6 +26,8 @@ pub struct Vm {
     pub mem: GuestMemoryMmap,
     /// The guest kernel's entry point.
     pub entry: u64,
+    /// `KVM_CAP_HALT_POLL` set to 0 (halt polling off for this VM).
+    pub halt_poll_off: bool,
 }
 
 /// Open /dev/kvm; the error carries the kernel's reason (ENOENT, EACCES...).
@@ -70,11 +72,21 @@ impl Vm {
             .map_err(VmmError::kvm("KVM_SET_TSS_ADDR"))?;
         fd.create_irq_chip()
             .map_err(VmmError::kvm("KVM_CREATE_IRQCHIP"))?;
+        // No halt polling: a halted guest would otherwise spin in the host
+        // kernel (up to halt_poll_ns, 200 us by default) on the VCPU
+        // thread's CPU clock, i.e. on the VCPU's budget.
+        let mut hp = kvm_bindings::kvm_enable_cap {
+            cap: kvm_bindings::KVM_CAP_HALT_POLL,
+            ..Default::default()
+        };
+        hp.args[0] = 0;
+        let halt_poll_off = fd.enable_cap(&hp).is_ok();
         let vm = Vm {
             kvm,
             fd,
             mem,
             entry: img.entry,
+            halt_poll_off,
         };
         vm.write_tables()?;
         for s in &img.segments {
