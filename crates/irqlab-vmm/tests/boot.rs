@@ -224,3 +224,59 @@ fn bad_elf_is_a_clear_error() {
         Ok(_) => panic!("a bad ELF started"),
     }
 }
+
+#[test]
+fn timer_ticks_are_injected_and_accounted() {
+    require_kvm!();
+    let cfg = VmmConfig {
+        devices: vec![
+            nic(),
+            DeviceConfig {
+                name: "tick".into(),
+                kind: DeviceKind::Timer {
+                    period: Nanos::from_ms(1),
+                },
+            },
+        ],
+        ..Default::default()
+    };
+    let vmm = common::start(cfg);
+    assert!(vmm.wait_for(Duration::from_secs(5), |v| v.completed(1) >= 100));
+    let r = common::stop_ok(vmm);
+    let t = &r.devices[1];
+    assert_eq!((t.kind, t.vector), ("timer", VEC_BASE + 1));
+    assert!(t.completed >= 100, "{t:?}");
+    assert_eq!(t.received, t.injected + t.dropped + t.pending, "{t:?}");
+    assert_eq!(t.injected, t.completed + t.in_guest, "{t:?}");
+    assert_eq!(r.devices[0].received, 0, "the NIC saw nothing");
+}
+
+#[test]
+fn bad_configurations_are_rejected_with_the_field() {
+    let e = |cfg: VmmConfig| match irqlab_vmm::Vmm::start(cfg) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("accepted"),
+    };
+    let m = e(VmmConfig {
+        devices: vec![nic(), nic(), nic()],
+        ..Default::default()
+    });
+    assert!(m.contains("devices") && m.contains("2 device slots"), "{m}");
+    let m = e(VmmConfig {
+        devices: vec![nic()],
+        vint: vec![Some(irqlab_vmm::PseudoVcpu {
+            budget: Nanos::from_ms(1),
+            period: Nanos::from_ms(10),
+            min_interarrival: Nanos::from_ms(1),
+            policy: irqlab_vmm::Replenish::Sporadic,
+            rank: 1,
+        })],
+        ..Default::default()
+    });
+    assert!(m.contains("vint[0].rank") && m.contains("§V-A"), "{m}");
+    let m = e(VmmConfig {
+        watchdog: Nanos::from_ms(1),
+        ..Default::default()
+    });
+    assert!(m.contains("watchdog"), "{m}");
+}
