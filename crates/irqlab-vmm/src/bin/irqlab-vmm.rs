@@ -188,42 +188,62 @@ fn rtt(args: &[String]) -> Result<(), String> {
         ));
     }
     let addr = vmm.device_addr(0).ok_or("no NIC address")?;
+    // Open loop, as the simulator's model: requests leave on their
+    // schedule whether or not earlier replies came back; a receiver thread
+    // matches replies by sequence number.
     let c = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    c.set_read_timeout(Some(Duration::from_millis(100)))
+    c.set_read_timeout(Some(Duration::from_millis(50)))
         .map_err(|e| e.to_string())?;
-    let end = std::time::Instant::now() + Duration::from_secs(secs);
+    let rx = c.try_clone().map_err(|e| e.to_string())?;
+    let t0 = std::time::Instant::now();
+    let sent: std::sync::Arc<std::sync::Mutex<Vec<Option<Duration>>>> = Default::default();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let receiver = {
+        let (sent, done) = (sent.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 64];
+            let mut samples = Vec::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let Ok((8, _)) = rx.recv_from(&mut buf) else {
+                    continue;
+                };
+                let now = t0.elapsed();
+                let seq = u64::from_le_bytes(buf[..8].try_into().unwrap_or_default()) as usize;
+                let at = sent
+                    .lock()
+                    .map(|v| v.get(seq).copied().flatten())
+                    .ok()
+                    .flatten();
+                if let Some(at) = at {
+                    samples.push((now - at).as_nanos() as u64);
+                }
+            }
+            samples
+        })
+    };
     let mut seed = 0x2545_f491_4f6c_dd1du64;
-    let mut samples = Vec::new();
-    let mut lost = 0u64;
-    let mut buf = [0u8; 64];
+    let mut next = Duration::ZERO;
     let mut i = 0u64;
-    while std::time::Instant::now() < end {
+    while next < Duration::from_secs(secs) {
+        if let Some(rest) = next.checked_sub(t0.elapsed()) {
+            std::thread::sleep(rest);
+        }
+        if let Ok(mut v) = sent.lock() {
+            v.push(Some(t0.elapsed()));
+        }
+        c.send_to(&i.to_le_bytes(), addr)
+            .map_err(|e| e.to_string())?;
+        i += 1;
         seed ^= seed << 13;
         seed ^= seed >> 7;
         seed ^= seed << 17;
-        let gap = Duration::from_micros(1000 + seed % 501);
-        let t = std::time::Instant::now();
-        c.send_to(&i.to_le_bytes(), addr)
-            .map_err(|e| e.to_string())?;
-        // Replies to requests that timed out come late: skip them.
-        loop {
-            match c.recv_from(&mut buf) {
-                Ok((8, _)) if buf[..8] == i.to_le_bytes() => {
-                    samples.push(t.elapsed().as_nanos() as u64);
-                    break;
-                }
-                Ok(_) => continue,
-                Err(_) => {
-                    lost += 1;
-                    break;
-                }
-            }
-        }
-        i += 1;
-        if let Some(rest) = (t + gap).checked_duration_since(std::time::Instant::now()) {
-            std::thread::sleep(rest);
-        }
+        next += Duration::from_micros(1000 + seed % 501);
     }
+    // Let the last replies come back (a VCPU waits at most one period).
+    std::thread::sleep(Duration::from_millis(100));
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut samples = receiver.join().map_err(|_| "receiver thread panicked")?;
+    let lost = i - samples.len() as u64;
     let s = vmm.stop();
     if let Some(e) = s.error {
         return Err(e.to_string());
