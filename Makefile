@@ -48,8 +48,10 @@ setup: apt develop
 demo: setup
 	$(VENV)/bin/irqlab demo
 	@if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then \
-	  echo "== real VMM (irqlab-vmm): 200 UDP echoes through a KVM guest, stage latencies in ns =="; \
-	  $(CARGO) run --release -q -p irqlab-vmm --bin irqlab-vmm -- echo --events 200; \
+	  echo "== real VMM (irqlab-vmm): UDP echoes to a busy KVM guest, VCPU 4 ms / 10 ms, without and with vINT =="; \
+	  for v in "" "--vint 1000 300"; do \
+	    $(CARGO) run --release -q -p irqlab-vmm --bin irqlab-vmm -- echo --busy --events 1000 \
+	      --interval 1000 --budget 4000 --period 10000 --summary $$v || exit 1; done; \
 	else echo "real-VMM demo skipped: /dev/kvm is absent or not permitted"; fi
 
 # The guest kernel of irqlab-vmm (cargo builds it too, through build.rs).

@@ -51,9 +51,15 @@ pub enum VmmError {
     },
     #[error("unhandled guest {what} at RIP {rip:#x}")]
     Unhandled { what: String, rip: u64 },
-    /// The watchdog saw no guest progress.
-    #[error("guest hung: {what} for {ms} ms; stopped at RIP {rip:#x}")]
-    GuestHung { what: String, ms: u64, rip: u64 },
+    /// The watchdog saw no guest progress. `rip` is `None` when no thread
+    /// running the guest answered within 500 ms (all of them starved or
+    /// parked, e.g. by other real-time threads on the CPU).
+    #[error("guest hung: {what} for {ms} ms; stopped at {}", rip_text(*.rip))]
+    GuestHung {
+        what: String,
+        ms: u64,
+        rip: Option<u64>,
+    },
     #[error("guest flooded the console (more than {limit} bytes); stopped at RIP {rip:#x}")]
     ConsoleFlood { limit: usize, rip: u64 },
     #[error("guest asked to stop with code {code}")]
@@ -78,6 +84,13 @@ impl VmmError {
             value: value.to_string(),
             rule: rule.into(),
         }
+    }
+}
+
+fn rip_text(rip: Option<u64>) -> String {
+    match rip {
+        Some(r) => format!("RIP {r:#x}"),
+        None => "an unknown RIP: no VCPU thread answered within 500 ms (starved or parked)".into(),
     }
 }
 

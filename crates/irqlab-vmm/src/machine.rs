@@ -700,7 +700,7 @@ fn watchdog(sh: &Shared, limit: Nanos) {
                 sh.fail(VmmError::GuestHung {
                     what,
                     ms,
-                    rip: u64::MAX,
+                    rip: None,
                 });
             }
             return;

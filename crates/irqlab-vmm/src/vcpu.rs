@@ -191,7 +191,7 @@ fn slice(sh: &Shared, role: Role) -> Result<(), VmmError> {
 fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<(), VmmError> {
     loop {
         if let Some((what, ms)) = lock(&sh.hang).take() {
-            let rip = rip(vcpu);
+            let rip = Some(rip(vcpu));
             return Err(VmmError::GuestHung { what, ms, rip });
         }
         if sh.stopping() {

@@ -188,7 +188,11 @@ fn hung_guest_is_stopped_by_the_watchdog() {
     require_kvm!();
     let (_, e) = failing(FLAG_HANG, 1 << 16);
     match e {
-        VmmError::GuestHung { what, rip, .. } => {
+        VmmError::GuestHung {
+            what,
+            rip: Some(rip),
+            ..
+        } => {
             assert!(what.contains("1 of device 0"), "{what}");
             assert!(
                 (KERNEL_ADDR..KERNEL_ADDR + 0x10000).contains(&rip),

@@ -8,7 +8,7 @@
 //!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US]` -- boot the
 //!   guest with a UDP NIC, send N datagrams one at a time (at least
 //!   `--interval` apart), print the report (JSON) with every
-//!   stage's latency and the servers' CPU time. `--busy`: the guest computes in the background; `--vint`:
+//!   stage's latency and the servers' CPU time (`--summary`: one line). `--busy`: the guest computes in the background; `--vint`:
 //!   the NIC's interrupt is managed by vINT (pseudo-VCPU with `T_p = T_i`,
 //!   Eq. 1 budget, sporadic, rank 1).
 //!
@@ -113,6 +113,24 @@ fn echo(args: &[String]) -> Result<(), String> {
         }
     }
     let s = vmm.stop();
+    if args.iter().any(|a| a == "--summary") {
+        let d = &s.report.devices[0];
+        let us = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.0}", v as f64 / 1e3));
+        let r = irqlab_rt::report::Latency::of(&rtt);
+        println!(
+            "vINT {:<3} | round trip p50 {:>6} us p99 {:>6} us | event -> guest ISR p50 {:>6} us p99 {:>6} us | received {} injected {} completed {} | {}",
+            if vint.is_some() { "on" } else { "off" },
+            us(r.p50),
+            us(r.p99),
+            us(d.to_isr.p50),
+            us(d.to_isr.p99),
+            d.received,
+            d.injected,
+            d.completed,
+            s.error.map_or("ok".to_string(), |e| e.to_string()),
+        );
+        return Ok(());
+    }
     let mut j = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
     strip_histograms(&mut j);
     let out = serde_json::json!({
@@ -320,7 +338,7 @@ fn main() -> ExitCode {
         Some("echo") => echo(&args[1..]),
         Some("exits") => exits(),
         Some("rtt") => rtt(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US]".into()),
+        _ => Err("usage: irqlab-vmm probe | exits | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
