@@ -57,14 +57,21 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
                               timeout=seconds + 60)
     rows = [f"simulator switch overhead: {overhead / 1e3:.1f} us "
             f"({'measured exit round trip' if why is None else 'published estimate'})",
-            f"{'scheme':<13} {'paper':>7} {'sim':>7} {'KVM 200us':>10} {'KVM 500us':>10} "
-            f"{'KVM p50':>9} {'KVM p95':>9}   (% of round trips within; latencies in us)"]
+            "KVM: the VMM's round trip (request in the top half -> echo out, + 30 us wire) "
+            "| the client's (loopback and client scheduling included)",
+            f"{'scheme':<13} {'paper':>6} {'sim':>6} {'200us':>6} {'500us':>6} {'p50':>6} "
+            f"{'p95':>6} | {'200us':>6} {'500us':>6} {'p50':>6} {'p95':>6}  stall"]
     for s in SCHEMES:
         r = real.get(s)
-        kvm = ("{:>10.1f} {:>10.1f} {:>9.0f} {:>9.0f}".format(
-            r["within_200us"], r["within_500us"], r["p50_ns"] / 1e3, r["p95_ns"] / 1e3)
-            if r else f"{'skipped':>10}")
-        rows.append(f"{s:<13} {PAPER_200US[s]:>7} {sim[s]:>7.1f} {kvm}")
+        fmt = "{:>6.1f} {:>6.1f} {:>6.0f} {:>6.0f} | {:>6.1f} {:>6.1f} {:>6.0f} {:>6.0f}  {}"
+        kvm = (fmt.format(
+            r["vmm_within_200us"], r["vmm_within_500us"], r["vmm_p50_ns"] / 1e3,
+            r["vmm_p95_ns"] / 1e3, r["within_200us"], r["within_500us"], r["p50_ns"] / 1e3,
+            r["p95_ns"] / 1e3, f"{(r['host_stall_ns'] or 0) / 1e6:.1f} ms")
+            if r else f"{'skipped':>6}")
+        rows.append(f"{s:<13} {PAPER_200US[s]:>6} {sim[s]:>6.1f} {kvm}")
+    rows.append("(% within; latencies in us; stall: the longest host stall of the runtime "
+                "(supervisor timer or top half late), another user's real-time load)")
     if why is not None:
         rows.append(f"real VMM skipped: KVM unavailable: {why}")
     checks = [
@@ -77,19 +84,21 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     if real:
         b, v = real["Baseline"], real["vINT"]
         checks += [
-            # This machine's round trip without contention is 150-230 us
+            # This machine's round trip without contention is 100-230 us
             # (nested KVM: exits and EOI traps cost tens of us, docs/vmm.md),
-            # so the paper's 200 us claims are checked at 500 us.
+            # so the paper's 200 us claims are checked at 500 us, on the
+            # VMM's round trip (the simulator's quantity).
             Check("KVM: Baseline round trips within 500 us (%)", PAPER_200US["Baseline"],
-                  round(b["within_500us"], 1), "30 .. 65", 30 <= b["within_500us"] <= 65),
+                  round(b["vmm_within_500us"], 1), "30 .. 65",
+                  30 <= b["vmm_within_500us"] <= 65),
             Check("KVM: vINT round trips within 500 us (%)", PAPER_200US["vINT"],
-                  round(v["within_500us"], 1), ">= 85", v["within_500us"] >= 85),
+                  round(v["vmm_within_500us"], 1), ">= 90", v["vmm_within_500us"] >= 90),
             Check("KVM (500 us) vs simulator (200 us), Baseline (points apart)", 0,
-                  round(b["within_500us"] - sim["Baseline"], 1), "-15 .. 15",
-                  abs(b["within_500us"] - sim["Baseline"]) <= 15),
+                  round(b["vmm_within_500us"] - sim["Baseline"], 1), "-15 .. 15",
+                  abs(b["vmm_within_500us"] - sim["Baseline"]) <= 15),
             Check("KVM: vINT's p95 round trip against Baseline's (us)", "vINT << Baseline",
-                  f"{v['p95_ns'] / 1e3:.0f} vs {b['p95_ns'] / 1e3:.0f}", "vINT < Baseline / 2",
-                  v["p95_ns"] < b["p95_ns"] / 2),
+                  f"{v['vmm_p95_ns'] / 1e3:.0f} vs {b['vmm_p95_ns'] / 1e3:.0f}",
+                  "vINT < Baseline / 4", v["vmm_p95_ns"] < b["vmm_p95_ns"] / 4),
             Check("KVM: every request answered or counted lost (received = injected + "
                   "dropped + pending)", True,
                   all(r["received"] == r["injected"] + r["dropped"] + r["pending"]

@@ -274,10 +274,34 @@ fn rtt(args: &[String]) -> Result<(), String> {
         .filter_map(|k| q(k as f64 / 100.0).map(|v| (v as f64 / 1000.0, k as f64)))
         .collect();
     let d = &s.report.devices[0];
+    // The VMM's own view, as the simulator models a round trip: from the
+    // request's arrival in the top half to the echo leaving, plus 30 us on
+    // the wire (no client scheduling in it).
+    const WIRE: u64 = 30_000;
+    let mut host: Vec<u64> = s
+        .report
+        .events
+        .iter()
+        .map(|e| e.done_ns.saturating_sub(e.arrival_ns) + WIRE)
+        .collect();
+    host.sort_unstable();
+    let hn = host.len().max(1);
+    let h_within = |x: u64| 100.0 * host.partition_point(|&v| v <= x) as f64 / hn as f64;
+    let hq = |p: f64| host.get(((hn as f64 * p) as usize).min(hn - 1)).copied();
+    let stall = s.report.runtime.as_ref().and_then(|r| {
+        r.supervisors
+            .iter()
+            .filter_map(|v| v.timer_latency.max)
+            .chain(d.to_inject.max)
+            .max()
+    });
     println!(
         "{}",
         serde_json::json!({
             "scheme": scheme, "requests": i, "replies": samples.len(), "lost": lost,
+            "vmm_within_200us": h_within(200_000), "vmm_within_500us": h_within(500_000),
+            "vmm_p50_ns": hq(0.5), "vmm_p95_ns": hq(0.95),
+            "host_stall_ns": stall,
             "within_200us": within(200_000), "within_500us": within(500_000),
             "p50_ns": q(0.5), "p95_ns": q(0.95), "p99_ns": q(0.99), "max_ns": samples.last(),
             "cdf_us_pct": cdf,
