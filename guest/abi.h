@@ -57,7 +57,6 @@
 /* Shared page: 64-bit word indices. */
 #define S_MAGIC      0
 #define S_FLAGS      1
-#define S_DSR_COST   2   /* guest TSC ticks of work per descriptor in the DSR */
 #define S_HEARTBEAT  3   /* incremented by the background task */
 #define S_PANIC_VEC  4
 #define S_PANIC_ERR  5
@@ -70,6 +69,7 @@
 #define DV_CONS      1   /* guest: descriptors completed */
 #define DV_ISR       2   /* guest: ISR entries */
 #define DV_DSR       3   /* guest: DSR runs */
+#define DV_COST      4   /* VMM: guest TSC ticks of DSR work per descriptor */
 #define S_GAPS       64  /* GAP_SLOTS pairs (start, end) of guest TSC */
 #define GAP_SLOTS    96
 

@@ -7,7 +7,7 @@
  * VEC_BASE + d, delivered by the VMM as an MSI): the ISR time-stamps the
  * descriptors it finds, sends the LAPIC EOI and marks its DSR pending; the
  * DSR (run before the background task, device 0 first: fixed priority)
- * time-stamps, does the configured work per descriptor (the virtual
+ * time-stamps, does the device's configured work (DV_COST) per descriptor (the virtual
  * interrupt's cost C, VINT section III) and reports completion through
  * the paravirtual EOI port PORT_DONE, on which the VMM sends a NIC's echo
  * reply. CPU exceptions are reported with vector and RIP through
@@ -132,7 +132,7 @@ static void dsr(int d) {
         volatile u64 *x = desc(d, cons);
         u64 t = rdtsc();
         x[D_DSR_START] = t;
-        spin_until(t + SH[S_DSR_COST]);
+        spin_until(t + DEV(d, DV_COST));
         /* UDP echo: the reply is the payload in place (the VMM sends it). */
         x[D_DSR_END] = rdtsc();
         cons++;

@@ -25,6 +25,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
     "irqlab.commands.run",
+    "irqlab.commands.vmm",
 ]
 
 

@@ -47,11 +47,19 @@ def binary() -> Path:
     return REPO / "target" / "release" / "irqlab-vmm"
 
 
+class VmmFailed(RuntimeError):
+    """``irqlab-vmm`` exited with an error; ``message`` is its own one."""
+
+    def __init__(self, args: tuple[str, ...], message: str) -> None:
+        super().__init__(f"irqlab-vmm {' '.join(args)}: {message}")
+        self.message = message
+
+
 def run(*args: str, timeout: float = 300.0) -> dict[str, Any]:
     """Run ``irqlab-vmm ARGS`` and parse its JSON output."""
     p = subprocess.run([str(binary()), *args], capture_output=True, text=True, timeout=timeout,
                        check=False)
     if p.returncode != 0:
-        raise RuntimeError(f"irqlab-vmm {' '.join(args)}: {p.stderr.strip()}")
+        raise VmmFailed(args, p.stderr.strip().removeprefix("irqlab-vmm: "))
     out: dict[str, Any] = json.loads(p.stdout)
     return out

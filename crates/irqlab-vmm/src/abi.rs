@@ -48,7 +48,6 @@ pub const MAX_PAYLOAD: usize = (DESC_BYTES - D_PAYLOAD) as usize;
 
 pub const S_MAGIC: u64 = 0;
 pub const S_FLAGS: u64 = 1;
-pub const S_DSR_COST: u64 = 2;
 pub const S_HEARTBEAT: u64 = 3;
 pub const S_PANIC_VEC: u64 = 4;
 pub const S_PANIC_ERR: u64 = 5;
@@ -61,6 +60,7 @@ pub const DV_PROD: u64 = 0;
 pub const DV_CONS: u64 = 1;
 pub const DV_ISR: u64 = 2;
 pub const DV_DSR: u64 = 3;
+pub const DV_COST: u64 = 4;
 pub const S_GAPS: u64 = 64;
 pub const GAP_SLOTS: u64 = 96;
 

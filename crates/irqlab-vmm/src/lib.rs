@@ -20,6 +20,7 @@ pub mod devices;
 pub mod elf;
 pub mod error;
 pub mod machine;
+pub mod model;
 pub mod probe;
 mod vcpu;
 pub mod vint;

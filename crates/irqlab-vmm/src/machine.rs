@@ -53,8 +53,10 @@ pub struct VmmConfig {
     pub rt: irqlab_rt::Config,
     /// Guest behaviour flags (`abi::FLAG_*`).
     pub flags: u64,
-    /// Work of the guest's DSR per descriptor.
+    /// Work of the guest's DSR per descriptor (every device)...
     pub dsr_cost: Nanos,
+    /// ... unless given here per device (same index).
+    pub dsr_costs: Vec<Nanos>,
     /// A step of the guest's busy loop longer than this is logged as a gap
     /// (time the VCPU did not run); zero: no gap log.
     pub gap_min: Nanos,
@@ -76,6 +78,7 @@ impl Default for VmmConfig {
             rt: irqlab_rt::Config::default(),
             flags: 0,
             dsr_cost: Nanos::ZERO,
+            dsr_costs: Vec::new(),
             gap_min: Nanos::ZERO,
             devices: Vec::new(),
             vint: Vec::new(),
@@ -287,7 +290,10 @@ impl Vmm {
         let ticks = |n: Nanos| n.0.saturating_mul(khz) / 1_000_000;
         vm.store(shared(S_MAGIC), ABI_MAGIC)?;
         vm.store(shared(S_FLAGS), cfg.flags)?;
-        vm.store(shared(S_DSR_COST), ticks(cfg.dsr_cost))?;
+        for d in 0..cfg.devices.len() {
+            let cost = cfg.dsr_costs.get(d).copied().unwrap_or(cfg.dsr_cost);
+            vm.store(dev(d, DV_COST), ticks(cost))?;
+        }
         vm.store(shared(S_GAP_MIN), ticks(cfg.gap_min))?;
         let mut backings = Vec::new();
         let mut devs = Vec::new();

@@ -2,6 +2,8 @@
 //!
 //! * `irqlab-vmm probe` -- which KVM features work here (JSON lines);
 //! * `irqlab-vmm exits` -- the guest times 10,000 port-I/O exit round trips;
+//! * `irqlab-vmm model FILE.yaml [--seconds S]` -- a hypervisor model of
+//!   `irqlab-model` on the VMM (see `irqlab_vmm::model`), JSON;
 //! * `irqlab-vmm rtt --scheme baseline|baseline_1ms|vint [--seconds S]` --
 //!   VINT Figure 10's UDP round trips on this VMM (JSON);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
@@ -317,6 +319,87 @@ fn rtt(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Run a hypervisor model (`irqlab-model` YAML) on the VMM: the model's
+/// physical interrupts become UDP senders (open loop, `min_interarrival`
+/// plus a uniform share of `jitter`), for the model's duration or
+/// `--seconds`.
+fn model(args: &[String]) -> Result<(), String> {
+    let path = args.first().ok_or("model FILE.yaml [--seconds S]")?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
+    let (m, warnings) = irqlab_model::load_str(&text).map_err(|e| format!("{path}: {e}"))?;
+    let run = irqlab_vmm::model::from_model(&m).map_err(|e| format!("{path}: {e}"))?;
+    let dur = match arg(args, "--seconds")? {
+        Some(s) => Duration::from_secs(s),
+        None => Duration::from_nanos(run.duration.0),
+    };
+    let vmm = Vmm::start(run.cfg).map_err(|e| e.to_string())?;
+    if !vmm.wait_for(Duration::from_secs(10), |v| v.ready()) {
+        let s = vmm.stop();
+        return Err(format!(
+            "guest did not boot: {:?}",
+            s.error.map(|e| e.to_string())
+        ));
+    }
+    let t0 = std::time::Instant::now();
+    let mut senders = Vec::new();
+    for (k, src) in run.sources.iter().enumerate() {
+        let addr = vmm.device_addr(src.device).ok_or("no device address")?;
+        let src = src.clone();
+        let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        senders.push(std::thread::spawn(move || {
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ k as u64;
+            let mut next = Duration::from_nanos(src.start.0);
+            let mut n = 0u64;
+            while next < dur {
+                if let Some(rest) = next.checked_sub(t0.elapsed()) {
+                    std::thread::sleep(rest);
+                }
+                let _ = sock.send_to(&n.to_le_bytes(), addr);
+                n += 1;
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let jitter = if src.jitter.0 > 0 {
+                    seed % (src.jitter.0 + 1)
+                } else {
+                    0
+                };
+                next += Duration::from_nanos(src.min_interarrival.0 + jitter);
+            }
+            n
+        }));
+    }
+    let sent: Vec<u64> = senders.into_iter().map(|h| h.join().unwrap_or(0)).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let s = vmm.stop();
+    let mut devices = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
+    strip_histograms(&mut devices);
+    let stall = s.report.runtime.as_ref().and_then(|r| {
+        r.supervisors
+            .iter()
+            .filter_map(|v| v.timer_latency.max)
+            .chain(s.report.devices.iter().filter_map(|d| d.to_inject.max))
+            .max()
+    });
+    println!(
+        "{}",
+        serde_json::json!({
+            "model": path, "warnings": warnings, "seconds": dur.as_secs_f64(),
+            "sources": run.sources.iter().zip(&sent).map(|(src, n)| serde_json::json!({
+                "physical": src.name, "device": src.device, "sent": n})).collect::<Vec<_>>(),
+            "devices": devices,
+            "servers": s.report.runtime.as_ref().map(|r| r.servers.iter()
+                .map(|v| serde_json::json!({"name": v.name, "kind": v.kind,
+                    "budget_ns": v.budget_ns, "period_ns": v.period_ns, "share": v.share}))
+                .collect::<Vec<_>>()),
+            "vcpu_parks": s.report.vcpu_parks.len(),
+            "host_stall_ns": stall,
+            "error": s.error.map(|e| e.to_string()),
+        })
+    );
+    Ok(())
+}
+
 /// The guest times 10,000 port-I/O exits (an unbounded VCPU).
 fn exits() -> Result<(), String> {
     let vmm = Vmm::start(VmmConfig {
@@ -362,7 +445,8 @@ fn main() -> ExitCode {
         Some("echo") => echo(&args[1..]),
         Some("exits") => exits(),
         Some("rtt") => rtt(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--summary]".into()),
+        Some("model") => model(&args[1..]),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
