@@ -266,7 +266,7 @@ impl DevState {
             for w in [D_ISR, D_DSR_START, D_DSR_END] {
                 vm.store(base + 8 * w, 0)?;
             }
-            vm_write(vm, base + D_PAYLOAD, &payload[..n])
+            vm.write(base + D_PAYLOAD, &payload[..n])
         });
         if wrote.is_err() {
             self.inject_errors += 1;
@@ -310,7 +310,7 @@ impl DevState {
             ];
             if let (Backing::Udp(s), Some(peer)) = (backing, m.peer) {
                 let len = (vm.load(base + 8 * D_LEN)? as usize).min(MAX_PAYLOAD);
-                vm_read(vm, base + D_PAYLOAD, &mut buf[..len])?;
+                vm.read(base + D_PAYLOAD, &mut buf[..len])?;
                 if s.send_to(&buf[..len], peer).is_err() {
                     self.send_errors += 1;
                 }
@@ -334,19 +334,6 @@ impl DevState {
         self.last_progress = now;
         Ok(())
     }
-}
-
-fn vm_write(vm: &Vm, addr: u64, b: &[u8]) -> Result<(), VmmError> {
-    use vm_memory::{Bytes, GuestAddress};
-    vm.mem
-        .write_slice(b, GuestAddress(addr))
-        .map_err(|e| VmmError::Memory(format!("write {addr:#x}: {e}")))
-}
-fn vm_read(vm: &Vm, addr: u64, b: &mut [u8]) -> Result<(), VmmError> {
-    use vm_memory::{Bytes, GuestAddress};
-    vm.mem
-        .read_slice(b, GuestAddress(addr))
-        .map_err(|e| VmmError::Memory(format!("read {addr:#x}: {e}")))
 }
 
 /// Per-device summary of a run.

@@ -4,8 +4,8 @@
 //!
 //! Layers: [`vm`] (KVM VM, memory, long mode, MSI injection), [`elf`] (the
 //! guest loader), [`devices`] (UDP NIC and timer devices, rings, the
-//! physical ISR, accounting), [`machine`] (the servers, threads, watchdog
-//! and report), `vcpu` (who runs the guest, exits), [`vint`] (pseudo-VCPUs
+//! accounting), `host` (the physical ISR, the vINT releaser, the
+//! watchdog), [`machine`] (the servers, threads and report), `vcpu` (who runs the guest, exits), [`vint`] (pseudo-VCPUs
 //! and the injection counter, VINT §V), [`probe`] (which KVM features work here). The
 //! guest kernel is built from `guest/` by `build.rs` and embedded.
 //!
@@ -19,6 +19,7 @@ pub mod abi;
 pub mod devices;
 pub mod elf;
 pub mod error;
+mod host;
 pub mod machine;
 pub mod model;
 pub mod probe;

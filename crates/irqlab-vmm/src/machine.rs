@@ -23,7 +23,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use irqlab_core::{Nanos, ServerPriority};
-use irqlab_rt::{BudgetPolicy, RtHandle, Runtime, TaskHandle, UpcallBudget};
+use irqlab_rt::{BudgetPolicy, Runtime, TaskHandle, UpcallBudget};
 use kvm_ioctls::VcpuFd;
 use serde::Serialize;
 
@@ -106,7 +106,7 @@ pub(crate) struct Shared {
     pub backings: Vec<Backing>,
     pub devs: Vec<Mutex<DevState>>,
     pub stop: AtomicBool,
-    failure: Mutex<Option<VmmError>>,
+    pub failure: Mutex<Option<VmmError>>,
     /// The watchdog wants the running thread to stop with this reason.
     pub hang: Mutex<Option<(String, u64)>>,
     pub ready: AtomicBool,
@@ -117,9 +117,9 @@ pub(crate) struct Shared {
     pub p_want: AtomicUsize,
     pub handoff: (Mutex<()>, Condvar),
     /// Pseudo-VCPU thread per device (managed interrupts only).
-    pseudo: Vec<OnceLock<TaskHandle>>,
+    pub pseudo: Vec<OnceLock<TaskHandle>>,
     /// The vINT releaser thread (unparked when an event is held).
-    releaser: OnceLock<std::thread::Thread>,
+    pub releaser: OnceLock<std::thread::Thread>,
     /// Intervals (host ns) in which the VCPU thread was parked (its server
     /// out of budget).
     pub parks: Mutex<Vec<(u64, u64)>>,
@@ -400,7 +400,7 @@ impl Vmm {
                 period: Nanos::from_ms(1),
             };
             rt.register_upcall(&name, b.raw(), budget, move |ev| {
-                let (n, injected) = physical_isr(&sh, d, ev.arrival);
+                let (n, injected) = crate::host::physical_isr(&sh, d, ev.arrival);
                 if let (true, Some(t)) = (injected, sh.pseudo[d].get()) {
                     ev.wake(*t);
                 }
@@ -417,7 +417,7 @@ impl Vmm {
             let h = rt.handle();
             let j = std::thread::Builder::new()
                 .name("irqlab-vmm-vint".into())
-                .spawn(move || releaser(&sh, &h))
+                .spawn(move || crate::host::releaser(&sh, &h))
                 .map_err(VmmError::io("spawn vINT releaser"))?;
             let _ = shared.releaser.set(j.thread().clone());
             Some(j)
@@ -433,7 +433,7 @@ impl Vmm {
         let wd = cfg.watchdog;
         let watchdog = std::thread::Builder::new()
             .name("irqlab-vmm-watchdog".into())
-            .spawn(move || watchdog(&sh, wd))
+            .spawn(move || crate::host::watchdog(&sh, wd))
             .map_err(VmmError::io("spawn watchdog"))?;
         Ok(Vmm {
             shared,
@@ -570,6 +570,22 @@ impl Drop for Vmm {
     }
 }
 
+impl VmmReport {
+    /// The longest host stall of the run, in ns: how late the runtime's
+    /// supervisor timer woke, or how long the top half took from an event
+    /// to its injection (nothing of the VMM's runs above either; another
+    /// user's real-time threads can).
+    pub fn host_stall_ns(&self) -> Option<u64> {
+        let sup = self
+            .runtime
+            .as_ref()
+            .into_iter()
+            .flat_map(|r| r.supervisors.iter().filter_map(|s| s.timer_latency.max));
+        let top = self.devices.iter().filter_map(|d| d.to_inject.max);
+        sup.chain(top).max()
+    }
+}
+
 /// The report of a run.
 #[derive(Debug, Serialize)]
 pub struct VmmReport {
@@ -590,126 +606,4 @@ pub struct VmmReport {
     /// server out of budget.
     pub vcpu_parks: Vec<(u64, u64)>,
     pub runtime: Option<irqlab_rt::Report>,
-}
-
-/// The top half's handler for device `d` (the physical ISR): drain the fd,
-/// accept each event. Returns the number of events and whether any was
-/// injected.
-fn physical_isr(sh: &Shared, d: usize, arrival: Nanos) -> (u64, bool) {
-    let mut st = lock(&sh.devs[d]);
-    let mut n = 0;
-    let mut injected = false;
-    match &sh.backings[d] {
-        Backing::Udp(s) => {
-            let mut buf = [0u8; 2048];
-            while let Ok((len, peer)) = s.recv_from(&mut buf) {
-                injected |= st.accept(&sh.vm, d, &buf[..len], arrival, Some(peer));
-                n += 1;
-            }
-        }
-        Backing::Timer(fd) => {
-            use std::os::fd::AsRawFd;
-            let mut exp = 0u64;
-            // SAFETY: reading 8 bytes into a u64 from our timerfd.
-            let r = unsafe {
-                libc::read(
-                    fd.as_raw_fd(),
-                    std::ptr::addr_of_mut!(exp).cast(),
-                    std::mem::size_of::<u64>(),
-                )
-            };
-            if r == 8 {
-                for _ in 0..exp {
-                    injected |= st.accept(&sh.vm, d, &[], arrival, None);
-                    n += 1;
-                }
-            }
-        }
-    }
-    if !st.held.is_empty() {
-        if let Some(t) = sh.releaser.get() {
-            t.unpark();
-        }
-    }
-    (n, injected)
-}
-
-/// vINT: inject held events when their counter has credits again (VINT
-/// §V-B) and wake the pseudo-VCPU thread. Runs at the top half's priority.
-fn releaser(sh: &Shared, rt: &RtHandle) {
-    let _ = irqlab_rt::sys::set_fifo(0, 95);
-    while !sh.stopping() {
-        let now = irqlab_rt::sys::now();
-        let mut next = now + Nanos::from_ms(5);
-        for (d, m) in sh.devs.iter().enumerate() {
-            let mut st = lock(m);
-            if st.counter.is_none() {
-                continue;
-            }
-            let n = st.release_held(&sh.vm, d, now);
-            if !st.held.is_empty() {
-                if let Some(t) = st.counter.as_ref().and_then(Counter::next_return) {
-                    next = next.min(t);
-                }
-            }
-            drop(st);
-            if let (true, Some(t)) = (n > 0, sh.pseudo[d].get()) {
-                rt.wake(*t);
-            }
-        }
-        let wait = next
-            .saturating_sub(irqlab_rt::sys::now())
-            .max(Nanos::from_us(20));
-        std::thread::park_timeout(Duration::from_nanos(wait.0.min(5_000_000)));
-    }
-}
-
-/// Stops a guest that makes no progress: boot not finished, or injected
-/// events not completed, for `limit`.
-fn watchdog(sh: &Shared, limit: Nanos) {
-    let start = irqlab_rt::sys::now();
-    let mut outstanding_since: Vec<Option<Nanos>> = vec![None; sh.devs.len()];
-    while !sh.stop.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(10));
-        let now = irqlab_rt::sys::now();
-        let mut hang = None;
-        if !sh.ready.load(Ordering::SeqCst) && now.saturating_sub(start) > limit {
-            hang = Some("boot did not finish".to_string());
-        }
-        for (d, m) in sh.devs.iter().enumerate() {
-            let st = lock(m);
-            let waiting = st.injected > st.completed;
-            let since = match outstanding_since[d] {
-                Some(t) if waiting => Some(t.max(st.last_progress)),
-                None if waiting => Some(now),
-                _ => None,
-            };
-            outstanding_since[d] = since;
-            if let Some(t) = since {
-                if now.saturating_sub(t) > limit {
-                    hang = Some(format!(
-                        "{} of device {} ({}) injected, none completed",
-                        st.injected - st.completed,
-                        d,
-                        st.name
-                    ));
-                }
-            }
-        }
-        if let Some(what) = hang {
-            *lock(&sh.hang) = Some((what, limit.0 / 1_000_000));
-            sh.kick();
-            // The VCPU thread answers with the guest's RIP; if it cannot
-            // (parked for good), fail without it.
-            std::thread::sleep(Duration::from_millis(500));
-            if let Some((what, ms)) = lock(&sh.hang).take() {
-                sh.fail(VmmError::GuestHung {
-                    what,
-                    ms,
-                    rip: None,
-                });
-            }
-            return;
-        }
-    }
 }

@@ -90,9 +90,7 @@ impl Vm {
         };
         vm.write_tables()?;
         for s in &img.segments {
-            vm.mem
-                .write_slice(s.data, GuestAddress(s.addr))
-                .map_err(|e| VmmError::Memory(format!("load segment at {:#x}: {e}", s.addr)))?;
+            vm.write(s.addr, s.data)?;
         }
         Ok(vm)
     }
@@ -101,6 +99,16 @@ impl Vm {
         self.mem
             .store(v, GuestAddress(addr), Ordering::Release)
             .map_err(|e| VmmError::Memory(format!("store {addr:#x}: {e}")))
+    }
+    pub fn write(&self, addr: u64, b: &[u8]) -> Result<(), VmmError> {
+        self.mem
+            .write_slice(b, GuestAddress(addr))
+            .map_err(|e| VmmError::Memory(format!("write {addr:#x}: {e}")))
+    }
+    pub fn read(&self, addr: u64, b: &mut [u8]) -> Result<(), VmmError> {
+        self.mem
+            .read_slice(b, GuestAddress(addr))
+            .map_err(|e| VmmError::Memory(format!("read {addr:#x}: {e}")))
     }
     pub fn load(&self, addr: u64) -> Result<u64, VmmError> {
         self.mem

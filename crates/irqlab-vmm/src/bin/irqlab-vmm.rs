@@ -37,6 +37,20 @@ fn arg(args: &[String], name: &str) -> Result<Option<u64>, String> {
     }
 }
 
+/// Start the VMM and wait for the guest to boot.
+fn boot(cfg: VmmConfig) -> Result<Vmm, String> {
+    let vmm = Vmm::start(cfg).map_err(|e| e.to_string())?;
+    if !vmm.wait_for(Duration::from_secs(10), |v| v.ready()) {
+        let s = vmm.stop();
+        return Err(format!(
+            "guest did not boot: {}",
+            s.error
+                .map_or("no error reported".into(), |e| e.to_string())
+        ));
+    }
+    Ok(vmm)
+}
+
 fn echo(args: &[String]) -> Result<(), String> {
     let n = arg(args, "--events")?.unwrap_or(1000);
     let vint = match args.iter().position(|a| a == "--vint") {
@@ -87,14 +101,7 @@ fn echo(args: &[String]) -> Result<(), String> {
         (None, None) => {}
         _ => return Err("--budget and --period go together".into()),
     }
-    let vmm = Vmm::start(cfg).map_err(|e| e.to_string())?;
-    if !vmm.wait_for(Duration::from_secs(10), |v| v.ready()) {
-        let s = vmm.stop();
-        return Err(format!(
-            "guest did not boot: {:?}",
-            s.error.map(|e| e.to_string())
-        ));
-    }
+    let vmm = boot(cfg)?;
     let addr = vmm.device_addr(0).ok_or("no NIC address")?;
     let c = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     c.set_read_timeout(Some(Duration::from_secs(2)))
@@ -195,17 +202,10 @@ fn rtt(args: &[String]) -> Result<(), String> {
         ..Default::default()
     };
     let cpus = irqlab_rt::sys::allowed_cpus();
-    let vmm = Vmm::start(cfg).map_err(|e| e.to_string())?;
+    let vmm = boot(cfg)?;
     if cpus.len() > 1 {
         // The client away from the VMM's CPU (the last one).
         let _ = irqlab_rt::sys::pin(0, cpus[0]);
-    }
-    if !vmm.wait_for(Duration::from_secs(10), |v| v.ready()) {
-        let s = vmm.stop();
-        return Err(format!(
-            "guest did not boot: {:?}",
-            s.error.map(|e| e.to_string())
-        ));
     }
     let addr = vmm.device_addr(0).ok_or("no NIC address")?;
     // Open loop, as the simulator's model: requests leave on their
@@ -290,13 +290,7 @@ fn rtt(args: &[String]) -> Result<(), String> {
     let hn = host.len().max(1);
     let h_within = |x: u64| 100.0 * host.partition_point(|&v| v <= x) as f64 / hn as f64;
     let hq = |p: f64| host.get(((hn as f64 * p) as usize).min(hn - 1)).copied();
-    let stall = s.report.runtime.as_ref().and_then(|r| {
-        r.supervisors
-            .iter()
-            .filter_map(|v| v.timer_latency.max)
-            .chain(d.to_inject.max)
-            .max()
-    });
+    let stall = s.report.host_stall_ns();
     println!(
         "{}",
         serde_json::json!({
@@ -332,14 +326,7 @@ fn model(args: &[String]) -> Result<(), String> {
         Some(s) => Duration::from_secs(s),
         None => Duration::from_nanos(run.duration.0),
     };
-    let vmm = Vmm::start(run.cfg).map_err(|e| e.to_string())?;
-    if !vmm.wait_for(Duration::from_secs(10), |v| v.ready()) {
-        let s = vmm.stop();
-        return Err(format!(
-            "guest did not boot: {:?}",
-            s.error.map(|e| e.to_string())
-        ));
-    }
+    let vmm = boot(run.cfg)?;
     let t0 = std::time::Instant::now();
     let mut senders = Vec::new();
     for (k, src) in run.sources.iter().enumerate() {
@@ -374,13 +361,7 @@ fn model(args: &[String]) -> Result<(), String> {
     let s = vmm.stop();
     let mut devices = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
     strip_histograms(&mut devices);
-    let stall = s.report.runtime.as_ref().and_then(|r| {
-        r.supervisors
-            .iter()
-            .filter_map(|v| v.timer_latency.max)
-            .chain(s.report.devices.iter().filter_map(|d| d.to_inject.max))
-            .max()
-    });
+    let stall = s.report.host_stall_ns();
     println!(
         "{}",
         serde_json::json!({

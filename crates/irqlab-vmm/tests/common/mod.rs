@@ -34,20 +34,10 @@ pub fn serial() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A host stall during the run, in ns: the supervisor's timer woke at
-/// least 2 ms late, or the top half took at least 2 ms from an event to its
-/// injection (nothing of the VMM's runs above either; another user's
-/// real-time threads on this shared machine can). Timing-dependent checks
-/// cannot judge such a run.
+/// A host stall of 2 ms or more during the run (see
+/// `VmmReport::host_stall_ns`): timing-dependent checks cannot judge it.
 pub fn host_stall(r: &irqlab_vmm::VmmReport) -> Option<u64> {
-    let sup = r
-        .runtime
-        .as_ref()?
-        .supervisors
-        .iter()
-        .filter_map(|s| s.timer_latency.max);
-    let top = r.devices.iter().filter_map(|d| d.to_inject.max);
-    sup.chain(top).max().filter(|&m| m >= 2_000_000)
+    r.host_stall_ns().filter(|&m| m >= 2_000_000)
 }
 
 /// Wait until device `d` completed `n` events. On a timeout stop the VM:

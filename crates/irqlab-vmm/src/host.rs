@@ -1,0 +1,140 @@
+//! The VMM's host-side threads besides the VCPU runners: the top half's
+//! handler of each device fd (the physical ISR, VINT §III), the vINT
+//! releaser of held events (§V-B), and the watchdog on guest progress.
+//!
+//! Design principle: none of them runs the guest or holds a lock while
+//! calling into the runtime (waking a pseudo-VCPU thread happens after the
+//! device lock is released).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use irqlab_core::Nanos;
+use irqlab_rt::RtHandle;
+
+use crate::devices::Backing;
+use crate::error::VmmError;
+use crate::machine::{lock, Shared};
+use crate::vint::Counter;
+
+/// The top half's handler for device `d` (the physical ISR): drain the fd,
+/// accept each event. Returns the number of events and whether any was
+/// injected.
+pub(crate) fn physical_isr(sh: &Shared, d: usize, arrival: Nanos) -> (u64, bool) {
+    let mut st = lock(&sh.devs[d]);
+    let mut n = 0;
+    let mut injected = false;
+    match &sh.backings[d] {
+        Backing::Udp(s) => {
+            let mut buf = [0u8; 2048];
+            while let Ok((len, peer)) = s.recv_from(&mut buf) {
+                injected |= st.accept(&sh.vm, d, &buf[..len], arrival, Some(peer));
+                n += 1;
+            }
+        }
+        Backing::Timer(fd) => {
+            use std::os::fd::AsRawFd;
+            let mut exp = 0u64;
+            // SAFETY: reading 8 bytes into a u64 from our timerfd.
+            let r = unsafe {
+                libc::read(
+                    fd.as_raw_fd(),
+                    std::ptr::addr_of_mut!(exp).cast(),
+                    std::mem::size_of::<u64>(),
+                )
+            };
+            if r == 8 {
+                for _ in 0..exp {
+                    injected |= st.accept(&sh.vm, d, &[], arrival, None);
+                    n += 1;
+                }
+            }
+        }
+    }
+    if !st.held.is_empty() {
+        if let Some(t) = sh.releaser.get() {
+            t.unpark();
+        }
+    }
+    (n, injected)
+}
+
+/// vINT: inject held events when their counter has credits again (VINT
+/// §V-B) and wake the pseudo-VCPU thread. Runs at the top half's priority.
+pub(crate) fn releaser(sh: &Shared, rt: &RtHandle) {
+    let _ = irqlab_rt::sys::set_fifo(0, 95);
+    while !sh.stopping() {
+        let now = irqlab_rt::sys::now();
+        let mut next = now + Nanos::from_ms(5);
+        for (d, m) in sh.devs.iter().enumerate() {
+            let mut st = lock(m);
+            if st.counter.is_none() {
+                continue;
+            }
+            let n = st.release_held(&sh.vm, d, now);
+            if !st.held.is_empty() {
+                if let Some(t) = st.counter.as_ref().and_then(Counter::next_return) {
+                    next = next.min(t);
+                }
+            }
+            drop(st);
+            if let (true, Some(t)) = (n > 0, sh.pseudo[d].get()) {
+                rt.wake(*t);
+            }
+        }
+        let wait = next
+            .saturating_sub(irqlab_rt::sys::now())
+            .max(Nanos::from_us(20));
+        std::thread::park_timeout(Duration::from_nanos(wait.0.min(5_000_000)));
+    }
+}
+
+/// Stops a guest that makes no progress: boot not finished, or injected
+/// events not completed, for `limit`.
+pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
+    let start = irqlab_rt::sys::now();
+    let mut outstanding_since: Vec<Option<Nanos>> = vec![None; sh.devs.len()];
+    while !sh.stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = irqlab_rt::sys::now();
+        let mut hang = None;
+        if !sh.ready.load(Ordering::SeqCst) && now.saturating_sub(start) > limit {
+            hang = Some("boot did not finish".to_string());
+        }
+        for (d, m) in sh.devs.iter().enumerate() {
+            let st = lock(m);
+            let waiting = st.injected > st.completed;
+            let since = match outstanding_since[d] {
+                Some(t) if waiting => Some(t.max(st.last_progress)),
+                None if waiting => Some(now),
+                _ => None,
+            };
+            outstanding_since[d] = since;
+            if let Some(t) = since {
+                if now.saturating_sub(t) > limit {
+                    hang = Some(format!(
+                        "{} of device {} ({}) injected, none completed",
+                        st.injected - st.completed,
+                        d,
+                        st.name
+                    ));
+                }
+            }
+        }
+        if let Some(what) = hang {
+            *lock(&sh.hang) = Some((what, limit.0 / 1_000_000));
+            sh.kick();
+            // The VCPU thread answers with the guest's RIP; if it cannot
+            // (parked for good), fail without it.
+            std::thread::sleep(Duration::from_millis(500));
+            if let Some((what, ms)) = lock(&sh.hang).take() {
+                sh.fail(VmmError::GuestHung {
+                    what,
+                    ms,
+                    rip: None,
+                });
+            }
+            return;
+        }
+    }
+}
