@@ -469,24 +469,16 @@ impl Runtime {
         priority: ServerPriority,
         cpu: Option<usize>,
     ) -> Result<ServerHandle, RtError> {
-        let field = format!("server[{name}].budget");
+        // The (0, period] check with the field's name.
+        sporadic(format!("server[{name}].budget"), budget, period)?;
+        let now = sys::now();
         let server = match policy {
-            BudgetPolicy::Sporadic => {
-                let mut ss = sporadic(field, budget, period)?;
-                if priority != ServerPriority::RateMonotonic {
-                    ss = SporadicServer::new(budget, period, 32, priority, false, sys::now())?;
-                }
-                Server::Sporadic(ss)
-            }
-            BudgetPolicy::Deferrable => {
-                sporadic(field, budget, period)?; // the same (0, period] check
-                Server::Deferrable(irqlab_core::DeferrableServer::new(
-                    budget,
-                    period,
-                    priority,
-                    sys::now(),
-                )?)
-            }
+            BudgetPolicy::Sporadic => Server::Sporadic(SporadicServer::new(
+                budget, period, 32, priority, false, now,
+            )?),
+            BudgetPolicy::Deferrable => Server::Deferrable(irqlab_core::DeferrableServer::new(
+                budget, period, priority, now,
+            )?),
         };
         self.add_server(
             cpu,
