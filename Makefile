@@ -10,8 +10,10 @@ CARGO ?= cargo
 # Debian packages the tests need (GHDL simulates and synthesizes the Latencies IP,
 # yosys maps it to FPGA cells for the synthesis sanity check; rt-tests gives
 # cyclictest, the timer-latency floor of bench/dispatch; chromium renders the
-# `irqlab report` page headless in tests/python/test_report.py).
-APT_PACKAGES := ghdl yosys rt-tests chromium
+# `irqlab report` page headless in tests/python/test_report.py; clang and
+# libbpf-dev build irqlab-rt's kernel-upcall BPF object, bpftool checks
+# nothing stays attached).
+APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpftool
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 

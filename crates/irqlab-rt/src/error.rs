@@ -38,6 +38,10 @@ pub enum RtError {
     /// The scheduling core refused an operation.
     #[error("core: {0}")]
     Core(#[from] CoreError),
+    /// The kernel refused a BPF object or program (a kernel upcall): the
+    /// reason carries the verifier's log.
+    #[error("{what}: {reason}")]
+    Bpf { what: String, reason: String },
     /// The runtime is not in the state the call needs.
     #[error("{0}")]
     State(String),

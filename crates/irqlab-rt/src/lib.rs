@@ -30,6 +30,7 @@
 
 pub mod error;
 pub mod io;
+pub mod kupcall;
 pub mod park;
 pub mod report;
 pub mod scenario;
