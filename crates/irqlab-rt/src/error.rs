@@ -15,7 +15,7 @@ pub enum RtError {
         source: std::io::Error,
     },
     /// SCHED_FIFO (or another privileged operation) is not permitted.
-    #[error("{what}: not permitted ({source}); run as root or grant CAP_SYS_NICE")]
+    #[error("{what}: not permitted ({source}); run as root or grant the capability (CAP_SYS_NICE for SCHED_FIFO; CAP_BPF and CAP_NET_ADMIN for kernel upcalls)")]
     NotPermitted {
         what: String,
         #[source]

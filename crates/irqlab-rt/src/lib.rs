@@ -263,6 +263,8 @@ pub struct Runtime {
     io_pending: io::Pending,
     handles: Vec<JoinHandle<()>>,
     running: bool,
+    /// Kernel upcalls, attached at `start`, detached at `stop` or drop.
+    kupcalls: Vec<kupcall::Registered>,
 }
 
 impl Runtime {
@@ -372,6 +374,7 @@ impl Runtime {
             io_pending: io::Pending::default(),
             handles: Vec::new(),
             running: false,
+            kupcalls: Vec::new(),
         })
     }
 
@@ -628,6 +631,10 @@ impl Runtime {
         let io = std::mem::take(&mut self.io_pending);
         let mut hs = io::start(&self.shared, io)?;
         self.handles.append(&mut hs);
+        if let Err(e) = kupcall::start_all(&mut self.kupcalls) {
+            self.shutdown();
+            return Err(e);
+        }
         for (h, body) in std::mem::take(&mut self.pending) {
             let shared = self.shared.clone();
             let jh = std::thread::Builder::new()
@@ -673,8 +680,13 @@ impl Runtime {
     /// Stop everything, restore every thread's policy, and report.
     pub fn stop(mut self) -> Report {
         let t_end = sys::now();
+        // Kernel upcalls first: what arrives from now on takes the fd's
+        // normal path, which is still running.
+        let kernel = kupcall::detach_all(&mut self.kupcalls);
         self.shutdown();
-        Report::collect(&self.shared, t_end)
+        let mut r = Report::collect(&self.shared, t_end);
+        r.kernel_upcalls = kernel;
+        r
     }
 }
 

@@ -127,6 +127,9 @@ pub struct Report {
     pub events: Vec<EventReport>,
     pub supervisors: Vec<SupervisorReport>,
     pub warnings: Vec<String>,
+    /// Kernel upcalls (eBPF handlers in the softirq), if any.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kernel_upcalls: Vec<crate::kupcall::KernelUpcallReport>,
 }
 
 impl Report {
@@ -146,6 +149,7 @@ impl Report {
             tasks: Vec::new(),
             events: Vec::new(),
             supervisors: Vec::new(),
+            kernel_upcalls: Vec::new(),
             warnings: shared
                 .warnings
                 .lock()
