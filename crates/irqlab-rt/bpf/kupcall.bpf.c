@@ -50,12 +50,14 @@ volatile const __u64 cfg_period_ns = 0;  // 0: no budget
 volatile const __u64 cfg_budget_ns = 0;  // handler time per period (0: no time limit)
 volatile const __u64 cfg_budget_events = 0; // events per period (0: no count limit)
 volatile const __s32 cfg_tsend_off = -1; // payload offset of a u64 CLOCK_MONOTONIC send time
+volatile const __s32 cfg_fwd_off = -1;   // payloads whose byte at this offset equals
+volatile const __u32 cfg_fwd_val = 0;    // cfg_fwd_val are passed to the fd (a control message)
 
 struct kup_stats {
 	__u64 seen;
 	__u64 handled;
 	__u64 deferred; // over budget: passed to the fd's normal path
-	__u64 filtered; // outside the length filter: passed to the fd
+	__u64 filtered; // outside the length filter or matching the forward byte: passed to the fd
 	__u64 orphaned; // no socket bound any more: passed, untouched
 	__u64 errors;   // the echo could not be redirected (passed)
 	__u64 busy_ns;  // handler time, budgeted events only
@@ -73,12 +75,16 @@ struct {
 	__type(value, struct kup_stats);
 } stats SEC(".maps");
 
-// Per handled event: handler start and end, and the sender's time stamp
-// (0 without cfg_tsend_off), all CLOCK_MONOTONIC ns.
+// Per handled event, in a ring of the last SAMPLES: handler start and end
+// and the sender's time stamp (0 without cfg_tsend_off), CLOCK_MONOTONIC
+// ns; the kernel's receive time stamp (skb->tstamp, CLOCK_REALTIME, tc
+// only, 0 when nobody asked for time stamps); the payload's first 8 bytes.
 struct kup_sample {
 	__u64 start;
 	__u64 end;
 	__u64 t_send;
+	__u64 rx_tstamp;
+	__u64 head;
 	__u64 cpu;
 };
 
@@ -135,7 +141,13 @@ static __always_inline int budget_allows(struct kup_stats *s, __u64 now)
 	return 1;
 }
 
-static __always_inline void charge(struct kup_stats *s, __u64 start, __u64 end, __u64 t_send)
+struct meta {
+	__u64 t_send;
+	__u64 rx_tstamp;
+	__u64 head;
+};
+
+static __always_inline void charge(struct kup_stats *s, __u64 start, __u64 end, struct meta *m)
 {
 	s->handled++;
 	s->used_events++;
@@ -145,15 +157,14 @@ static __always_inline void charge(struct kup_stats *s, __u64 start, __u64 end, 
 	__u64 *next = bpf_map_lookup_elem(&sample_next, &zero);
 	if (!next)
 		return;
-	__u64 i = __sync_fetch_and_add(next, 1);
-	if (i >= SAMPLES)
-		return;
-	__u32 k = i;
+	__u32 k = __sync_fetch_and_add(next, 1) % SAMPLES;
 	struct kup_sample *smp = bpf_map_lookup_elem(&samples, &k);
 	if (smp) {
 		smp->start = start;
 		smp->end = end;
-		smp->t_send = t_send;
+		smp->t_send = m->t_send;
+		smp->rx_tstamp = m->rx_tstamp;
+		smp->head = m->head;
 		smp->cpu = bpf_get_smp_processor_id();
 	}
 }
@@ -183,16 +194,27 @@ static __always_inline int for_us(void *l3, void *data_end, struct iphdr **ipp,
 	return 1;
 }
 
-static __always_inline __u64 read_tsend(struct udphdr *udp, void *data_end)
+static __always_inline __u64 read_u64(struct udphdr *udp, void *data_end, __s32 off)
 {
-	if (cfg_tsend_off < 0 || cfg_tsend_off > 1400)
+	if (off < 0 || off > 1400)
 		return 0;
-	__u8 *p = (__u8 *)(udp + 1) + cfg_tsend_off;
+	__u8 *p = (__u8 *)(udp + 1) + off;
 	if ((void *)(p + 8) > data_end)
 		return 0;
 	__u64 v;
 	__builtin_memcpy(&v, p, 8);
 	return v;
+}
+
+// A control message the fd must see (cfg_fwd_off/cfg_fwd_val).
+static __always_inline int forwarded(struct udphdr *udp, void *data_end)
+{
+	if (cfg_fwd_off < 0 || cfg_fwd_off > 1400)
+		return 0;
+	__u8 *p = (__u8 *)(udp + 1) + cfg_fwd_off;
+	if ((void *)(p + 1) > data_end)
+		return 0;
+	return *p == (__u8)cfg_fwd_val;
 }
 
 // The socket is still open (tc, XDP): one is bound to the address and port.
@@ -212,7 +234,7 @@ static __always_inline int socket_bound(void *ctx, struct iphdr *ip, struct udph
 
 // Account one datagram; returns 1 if the handler may run (the budget
 // allows it), with `s` the CPU's statistics.
-static __always_inline int admit(struct kup_stats **sp, __u32 plen, __u64 now)
+static __always_inline int admit(struct kup_stats **sp, __u32 plen, int fwd, __u64 now)
 {
 	__u32 zero = 0;
 	struct kup_stats *s = bpf_map_lookup_elem(&stats, &zero);
@@ -220,7 +242,7 @@ static __always_inline int admit(struct kup_stats **sp, __u32 plen, __u64 now)
 		return 0;
 	*sp = s;
 	s->seen++;
-	if (plen < cfg_min_len || plen > cfg_max_len) {
+	if (fwd || plen < cfg_min_len || plen > cfg_max_len) {
 		s->filtered++;
 		return 0;
 	}
@@ -284,9 +306,10 @@ int kupcall_tc(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	__u32 plen = bpf_ntohs(udp->len) - sizeof(*udp);
 	struct kup_stats *s;
-	if (!admit(&s, plen, start))
+	if (!admit(&s, plen, forwarded(udp, data_end), start))
 		return TC_ACT_OK;
-	__u64 t_send = read_tsend(udp, data_end);
+	struct meta m = {read_u64(udp, data_end, cfg_tsend_off), skb->tstamp,
+			 read_u64(udp, data_end, 0)};
 	busy(start);
 	int ret = TC_ACT_SHOT; // count: consumed here
 	if (cfg_handler == HANDLER_ECHO) {
@@ -298,7 +321,7 @@ int kupcall_tc(struct __sk_buff *skb)
 			ret = TC_ACT_OK;
 		}
 	}
-	charge(s, start, bpf_ktime_get_ns(), t_send);
+	charge(s, start, bpf_ktime_get_ns(), &m);
 	return ret;
 }
 
@@ -326,16 +349,16 @@ int kupcall_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	__u32 plen = bpf_ntohs(udp->len) - sizeof(*udp);
 	struct kup_stats *s;
-	if (!admit(&s, plen, start))
+	if (!admit(&s, plen, forwarded(udp, data_end), start))
 		return XDP_PASS;
-	__u64 t_send = read_tsend(udp, data_end);
+	struct meta m = {read_u64(udp, data_end, cfg_tsend_off), 0, read_u64(udp, data_end, 0)};
 	busy(start);
 	int ret = XDP_DROP;
 	if (cfg_handler == HANDLER_ECHO) {
 		swap_for_reply(eth, ip, udp);
 		ret = XDP_TX;
 	}
-	charge(s, start, bpf_ktime_get_ns(), t_send);
+	charge(s, start, bpf_ktime_get_ns(), &m);
 	return ret;
 }
 
@@ -347,14 +370,21 @@ int kupcall_sock(struct __sk_buff *skb)
 {
 	__u64 start = bpf_ktime_get_ns();
 	__u32 plen = skb->len > sizeof(struct udphdr) ? skb->len - sizeof(struct udphdr) : 0;
+	int fwd = 0;
+	if (cfg_fwd_off >= 0 && cfg_fwd_off <= 1400) {
+		__u8 b = 0;
+		if (!bpf_skb_load_bytes(skb, sizeof(struct udphdr) + cfg_fwd_off, &b, 1))
+			fwd = b == (__u8)cfg_fwd_val;
+	}
 	struct kup_stats *s;
-	if (!admit(&s, plen, start))
+	if (!admit(&s, plen, fwd, start))
 		return skb->len;
-	__u64 t_send = 0;
+	struct meta m = {0, 0, 0}; // skb->tstamp is not readable here
 	if (cfg_tsend_off >= 0 && cfg_tsend_off <= 1400)
-		bpf_skb_load_bytes(skb, sizeof(struct udphdr) + cfg_tsend_off, &t_send, 8);
+		bpf_skb_load_bytes(skb, sizeof(struct udphdr) + cfg_tsend_off, &m.t_send, 8);
+	bpf_skb_load_bytes(skb, sizeof(struct udphdr), &m.head, 8);
 	busy(start);
-	charge(s, start, bpf_ktime_get_ns(), t_send);
+	charge(s, start, bpf_ktime_get_ns(), &m);
 	return 0; // count only: a socket filter cannot reply
 }
 

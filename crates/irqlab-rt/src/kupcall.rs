@@ -109,6 +109,10 @@ pub struct KernelUpcallSpec {
     /// Payload offset of a little-endian u64 CLOCK_MONOTONIC send time
     /// stamp, recorded with each handled event's sample.
     pub send_time_offset: Option<u32>,
+    /// `(offset, value)`: datagrams whose payload byte at `offset` equals
+    /// `value` are forwarded to the fd, never handled in the kernel (control
+    /// messages of a protocol; counted as `filtered`).
+    pub forward_byte: Option<(u32, u8)>,
     /// The device to attach to (tc, XDP); default: the one holding the
     /// socket's local address.
     pub interface: Option<String>,
@@ -142,6 +146,11 @@ pub struct KernelSample {
     pub end: u64,
     /// The sender's time stamp (0 without `send_time_offset`).
     pub t_send: u64,
+    /// The kernel's receive time stamp (skb->tstamp, CLOCK_REALTIME ns; tc
+    /// only, 0 unless some socket asked for time stamps).
+    pub rx_tstamp: u64,
+    /// The payload's first 8 bytes (little-endian), 0 if shorter.
+    pub head: u64,
     pub cpu: u32,
 }
 
@@ -170,6 +179,8 @@ struct RawSample {
     start: u64,
     end: u64,
     t_send: u64,
+    rx_tstamp: u64,
+    head: u64,
     cpu: u64,
 }
 // SAFETY: plain old data, laid out like `struct kup_sample`.
@@ -409,6 +420,17 @@ impl KernelUpcall {
                 ))
             }
         };
+        let (fwd_off, fwd_val): (i32, u32) = match spec.forward_byte {
+            None => (-1, 0),
+            Some((o, v)) if o <= 1400 => (o as i32, u32::from(v)),
+            Some((o, _)) => {
+                return Err(RtError::config(
+                    "kernel upcall forward_byte",
+                    o,
+                    "offset at most 1400 bytes",
+                ))
+            }
+        };
         let handler: u32 = match spec.handler {
             KernelHandler::Count => 0,
             KernelHandler::Echo => 1,
@@ -427,7 +449,9 @@ impl KernelUpcall {
             .override_global("cfg_period_ns", &period, true)
             .override_global("cfg_budget_ns", &budget_ns, true)
             .override_global("cfg_budget_events", &budget_events, true)
-            .override_global("cfg_tsend_off", &tsend, true);
+            .override_global("cfg_tsend_off", &tsend, true)
+            .override_global("cfg_fwd_off", &fwd_off, true)
+            .override_global("cfg_fwd_val", &fwd_val, true);
         let mut ebpf = loader
             .load(OBJECT)
             .map_err(|e| bpf_error("load the kernel-upcall object", &e))?;
@@ -538,7 +562,8 @@ impl KernelUpcall {
         Ok(s)
     }
 
-    /// The recorded samples of handled events (the first 65,536).
+    /// The recorded samples of handled events (the last 65,536), oldest
+    /// first.
     pub fn samples(&self) -> Result<Vec<KernelSample>, RtError> {
         let ebpf = self
             .ebpf
@@ -554,14 +579,16 @@ impl KernelUpcall {
             .ok_or_else(|| RtError::State("samples map missing".into()))?;
         let arr: Array<_, RawSample> =
             Array::try_from(map).map_err(|e| bpf_error("samples", &e))?;
-        let n = n.min(u64::from(arr.len())) as u32;
-        (0..n)
+        let cap = u64::from(arr.len());
+        (n.saturating_sub(cap)..n)
             .map(|i| {
-                arr.get(&i, 0)
+                arr.get(&((i % cap) as u32), 0)
                     .map(|r| KernelSample {
                         start: r.start,
                         end: r.end,
                         t_send: r.t_send,
+                        rx_tstamp: r.rx_tstamp,
+                        head: r.head,
                         cpu: r.cpu as u32,
                     })
                     .map_err(|e| bpf_error("samples", &e))

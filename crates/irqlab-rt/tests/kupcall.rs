@@ -494,3 +494,40 @@ fn fallback_only_when_asked() {
         }
     }
 }
+
+#[test]
+fn forwarded_control_messages_reach_the_fd_and_samples_are_kept() {
+    let _g = common::serial();
+    let rx = receiver();
+    let to = rx.local_addr().expect("addr");
+    let spec = KernelUpcallSpec {
+        forward_byte: Some((0, b'S')),
+        send_time_offset: Some(8),
+        ..Default::default()
+    };
+    let Some(k) = attach(rx, &spec) else {
+        return;
+    };
+    let tx = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let mut sent_at = Vec::new();
+    for i in 0..30u64 {
+        let mut msg = [0u8; 32];
+        msg[0] = if i % 10 == 9 { b'S' } else { b'D' };
+        let t = irqlab_rt::sys::now().0;
+        msg[8..16].copy_from_slice(&t.to_le_bytes());
+        tx.send_to(&msg, to).expect("send");
+        if msg[0] == b'D' {
+            sent_at.push(t);
+        }
+    }
+    let s = settle(&k, |s| s.seen >= 30);
+    assert_eq!((s.handled, s.filtered), (27, 3), "{s:?}");
+    assert_eq!(drain(k.fd()), 3, "the control messages reached the fd");
+    let samples = k.samples().expect("samples");
+    assert_eq!(samples.len(), 27);
+    for (smp, t) in samples.iter().zip(&sent_at) {
+        assert_eq!(smp.head & 0xff, u64::from(b'D'));
+        assert_eq!(smp.t_send, *t);
+        assert!(smp.start >= smp.t_send && smp.end >= smp.start, "{smp:?}");
+    }
+}
