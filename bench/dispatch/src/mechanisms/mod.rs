@@ -10,6 +10,8 @@ mod blocking;
 mod epoll;
 #[cfg(feature = "irqlab")]
 mod irqlab;
+#[cfg(feature = "irqlab")]
+mod kupcall;
 mod sigio;
 mod uring;
 
@@ -51,6 +53,8 @@ pub static ALL: &[&dyn Mechanism] = &[
     &irqlab::RtUpcallUring,
     #[cfg(feature = "irqlab")]
     &irqlab::RtBottomHalf,
+    #[cfg(feature = "irqlab")]
+    &kupcall::KernelUpcallEcho,
 ];
 
 pub fn by_name(name: &str) -> Option<&'static dyn Mechanism> {
