@@ -15,7 +15,7 @@ use crate::server::{Handler, KIND_LATENCY, KIND_STOP, KIND_STREAM, MAX_DGRAM};
 use crate::sys;
 use irqlab_rt::kupcall::{Hook, KernelHandler, KernelUpcall, KernelUpcallSpec};
 use std::io;
-use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::fd::BorrowedFd;
 
 pub struct KernelUpcallEcho;
 
@@ -40,7 +40,7 @@ impl Mechanism for KernelUpcallEcho {
             ..Default::default()
         };
         let err = |e: irqlab_rt::RtError| io::Error::other(e.to_string());
-        let ku = KernelUpcall::attach(OwnedFd::from(dup), &spec).map_err(err)?;
+        let ku = KernelUpcall::attach(dup, &spec).map_err(err)?;
         let real_minus_mono = sys::real_minus_mono();
         ready();
         // Wait for STOP: the only datagrams the program leaves to the socket.
