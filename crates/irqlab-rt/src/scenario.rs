@@ -119,6 +119,19 @@ fn default_batch() -> usize {
 struct UpcallSpec {
     budget: String,
     period: String,
+    /// `user` (default): the handler runs in the runtime's top half;
+    /// `kernel`: an eBPF count handler (cost `work`) runs in the softirq of
+    /// a `udp` source, `budget` of handler time per `period` per CPU, and
+    /// the source's `class` takes what is past the budget (`kupcall`).
+    #[serde(default)]
+    mode: Option<String>,
+    /// kernel mode: at most this many events per period too.
+    #[serde(default)]
+    events: Option<u64>,
+    /// kernel mode: without BPF privilege or support, leave every event
+    /// to the class (with a warning) instead of failing.
+    #[serde(default)]
+    fallback: bool,
 }
 
 fn dur(field: &str, v: &str) -> Result<Nanos, RtError> {
@@ -570,6 +583,31 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
                     ))
                 }
             };
+        let kernel = match s.upcall.as_ref().and_then(|u| u.mode.as_deref()) {
+            None | Some("user") => {
+                if let Some(u) = s
+                    .upcall
+                    .as_ref()
+                    .filter(|u| u.events.is_some() || u.fallback)
+                {
+                    return Err(RtError::config(
+                        f("upcall"),
+                        format!("events {:?}, fallback {}", u.events, u.fallback),
+                        "events and fallback belong to mode: kernel",
+                    ));
+                }
+                false
+            }
+            Some("kernel") if s.kind == "udp" => true,
+            Some("kernel") => {
+                return Err(RtError::config(
+                    f("upcall.mode"),
+                    "kernel",
+                    "kernel upcalls handle udp sources only",
+                ))
+            }
+            Some(m) => return Err(RtError::config(f("upcall.mode"), m, "user or kernel")),
+        };
         let mut handler = handler;
         let woken = wakes.remove(s.name.as_str()).unwrap_or_default();
         let handler = move |ev: &mut crate::Event| {
@@ -582,6 +620,46 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
             n
         };
         match (&s.class, &s.upcall) {
+            (Some(c), Some(u)) if kernel => {
+                let class = *classes.get(c.as_str()).ok_or_else(|| {
+                    RtError::config(
+                        f("class"),
+                        c,
+                        "no I/O VCPU of this scenario serves this io_class",
+                    )
+                })?;
+                let period = dur(&f("upcall.period"), &u.period)?;
+                let spec = crate::kupcall::KernelUpcallSpec {
+                    cost: work,
+                    budget: Some(crate::kupcall::KernelBudget {
+                        period,
+                        time: Some(dur(&f("upcall.budget"), &u.budget)?),
+                        events: u.events,
+                    }),
+                    fallback: u.fallback,
+                    ..Default::default()
+                };
+                // The upcall owns a dup of the socket; the class's handler
+                // reads through its own descriptor.
+                // SAFETY: `fd` is open (owned by `handler`) for this call.
+                let dup = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+                    .try_clone_to_owned()
+                    .map_err(|e| RtError::from_io(f("kind"), e))?;
+                rt.register_kernel_upcall(&s.name, dup, &spec, class, handler)
+                    .map_err(|e| match e {
+                        RtError::Config { value, rule, .. } => {
+                            RtError::config(f("upcall"), value, rule)
+                        }
+                        e => e,
+                    })?;
+            }
+            (None, Some(_)) if kernel => {
+                return Err(RtError::config(
+                    f("class"),
+                    "(missing)",
+                    "a kernel upcall needs a class for the events past its budget",
+                ))
+            }
             (Some(c), None) => {
                 let class = *classes.get(c.as_str()).ok_or_else(|| {
                     RtError::config(

@@ -531,3 +531,73 @@ fn forwarded_control_messages_reach_the_fd_and_samples_are_kept() {
         assert!(smp.start >= smp.t_send && smp.end >= smp.start, "{smp:?}");
     }
 }
+
+const KERNEL_SCENARIO: &str = "
+runtime: {duration: 500ms}
+vcpus:
+  - {name: bulk, policy: sporadic, budget: 5ms, period: 50ms}
+  - {name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood, serves: bulk}
+sources:
+  - {name: flood, kind: udp, interval: 0s, work: 20us, class: flood,
+     upcall: {mode: kernel, budget: 500us, period: 10ms}}
+";
+
+#[test]
+fn a_scenario_runs_a_kernel_upcall_under_its_budget() {
+    let _g = common::serial();
+    let p = match irqlab_rt::scenario::prepare("kernel", KERNEL_SCENARIO, None) {
+        Ok(p) => p,
+        Err(e) if e.is_unavailable() => {
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let r = match p.run() {
+        Ok(r) => r,
+        Err(e) if e.is_unavailable() => {
+            eprintln!("SKIPPED: {e}");
+            return;
+        }
+        Err(e) => panic!("{e}"),
+    };
+    let k = &r.report.kernel_upcalls[0];
+    let s = k.stats.expect("counters");
+    assert_eq!(s.seen, s.handled + s.deferred + s.filtered + s.orphaned);
+    // A flood at 20 us per datagram overruns 500 us per 10 ms: the kernel
+    // handled some, deferred the rest to the class, which took some.
+    assert!(s.handled > 0 && s.deferred > 0, "{s:?}");
+    assert!(s.exhausted_periods > 0, "{s:?}");
+    let class = r.report.event("io.flood").expect("class");
+    assert!(class.items > 0, "{class:?}");
+    assert_eq!(k.budget_time_ns, Some(500_000));
+    // Each period's handler time stops within one event past the budget.
+    let per_event = s.busy_ns / s.handled.max(1);
+    let periods = r.report.duration_ns / 10_000_000 + 2;
+    assert!(s.busy_ns <= periods * (500_000 + per_event), "{s:?}");
+}
+
+#[test]
+fn a_scenario_refuses_a_kernel_upcall_it_cannot_run() {
+    let bad = KERNEL_SCENARIO.replace("kind: udp", "kind: eventfd");
+    let e = irqlab_rt::scenario::prepare("bad", &bad, None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(
+        e.contains("sources[0].upcall.mode") && e.contains("udp"),
+        "{e}"
+    );
+    let bad = KERNEL_SCENARIO.replace("mode: kernel", "mode: kernal");
+    let e = irqlab_rt::scenario::prepare("bad", &bad, None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("kernal") && e.contains("user or kernel"), "{e}");
+    let bad = KERNEL_SCENARIO.replace("class: flood,\n", "\n");
+    let e = irqlab_rt::scenario::prepare("bad", &bad, None)
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("needs a class"), "{e}");
+}
