@@ -25,6 +25,7 @@
 //! cyclictest, to stdout and to `--out`.
 
 mod mechanisms;
+mod netns;
 mod server;
 mod stats;
 mod sys;
@@ -50,6 +51,8 @@ dispatch: UPCALL Figures 4-6 (UDP echo bandwidth, RTT, jitter, dispatch latency)
   --size BYTES          datagram size (default 512)
   --cyclictest-interval US  (default 100)
   --no-cyclictest
+  --rps                 private network namespace whose lo steers receive processing (RPS)
+                        to the server CPU: the NET_RX softirq runs there, as a NIC's would (root)
   --out PATH            JSON lines (default out/bench/dispatch.jsonl)
   --list                print the mechanisms and exit
 ";
@@ -65,6 +68,7 @@ struct Opts {
     window: usize,
     size: usize,
     cyclictest: bool,
+    rps: bool,
     ct_interval_us: u64,
     out: PathBuf,
 }
@@ -81,6 +85,7 @@ fn parse_args() -> Result<Opts, String> {
         window: 16,
         size: 512,
         cyclictest: true,
+        rps: false,
         ct_interval_us: 100,
         out: PathBuf::from("out/bench/dispatch.jsonl"),
     };
@@ -128,6 +133,7 @@ fn parse_args() -> Result<Opts, String> {
             "--size" => o.size = num(&a, args.next())?,
             "--cyclictest-interval" => o.ct_interval_us = num(&a, args.next())?,
             "--no-cyclictest" => o.cyclictest = false,
+            "--rps" => o.rps = true,
             "--out" => o.out = PathBuf::from(num::<String>(&a, args.next())?),
             "--list" => {
                 for m in mechanisms::ALL {
@@ -570,6 +576,12 @@ fn main() {
         std::fs::create_dir_all(dir).expect("create output directory");
     }
     let mut file = std::fs::File::create(&o.out).expect("create output file");
+    if o.rps {
+        if let Err(e) = netns::private_loopback(o.server_cpu) {
+            eprintln!("--rps: {e}");
+            std::process::exit(2);
+        }
+    }
     sys::pin_to_cpu(o.client_cpu).expect("pin the client");
     // The client gets SCHED_FIFO whenever permitted, whatever the server's
     // policy: it has its own CPU and should not add noise of its own. Its
@@ -596,6 +608,7 @@ fn main() {
         line.insert("size".into(), json!(o.size));
         line.insert("window".into(), json!(o.window));
         line.insert("kernel".into(), json!(kernel));
+        line.insert("rps".into(), json!(o.rps));
         let s = Value::Object(line).to_string();
         println!("{s}");
         let _ = io::stdout().flush();
