@@ -66,6 +66,17 @@ def run(args: argparse.Namespace) -> int:
               f"{_us(h['max']):>9}")
         for c in e["closed"]:
             print(f"    closed: {c}")
+    for k in rep.get("kernel_upcalls", []):
+        s, h = k["stats"], k["handling"]
+        if s is None:
+            print(f"  kernel upcall {k['name']}: not loaded ({k['fallback']})")
+            continue
+        share = s["busy_ns"] / max(rep["duration_ns"], 1) * 100
+        print(f"  kernel upcall {k['name']} ({k['hook']}, {k['handler']}): seen {s['seen']}, "
+              f"handled in the kernel {s['handled']}, deferred to the class {s['deferred']}, "
+              f"filtered {s['filtered']}, orphaned {s['orphaned']}; handler {share:.2f} % of "
+              f"the CPU, p50 {_us(h['p50'])} us, max {_us(h['max'])} us; budget exhausted in "
+              f"{s['exhausted_periods']} periods")
     for t in rep["tasks"]:
         w = t["wake"]
         if t["jobs"] is None:
