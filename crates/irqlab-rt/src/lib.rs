@@ -631,7 +631,7 @@ impl Runtime {
         let io = std::mem::take(&mut self.io_pending);
         let mut hs = io::start(&self.shared, io)?;
         self.handles.append(&mut hs);
-        if let Err(e) = kupcall::start_all(&mut self.kupcalls) {
+        if let Err(e) = kupcall::start_all(&self.shared, &mut self.kupcalls) {
             self.shutdown();
             return Err(e);
         }

@@ -18,21 +18,12 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use irqlab_rt::kupcall::{Hook, KernelUpcall, KernelUpcallSpec};
 use serde_json::json;
 
-fn thread_cpu_ns() -> u64 {
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
-
-fn mono_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -88,10 +79,10 @@ fn main() {
         let mut buf = [0u8; 64];
         let mut sink = [0u8; 2048];
         for _ in 0..n {
-            let c0 = thread_cpu_ns();
-            buf[..8].copy_from_slice(&mono_ns().to_le_bytes());
+            let c0 = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
+            buf[..8].copy_from_slice(&clock_ns(libc::CLOCK_MONOTONIC).to_le_bytes());
             let _ = tx.send(&buf);
-            cpu_per.push(thread_cpu_ns() - c0);
+            cpu_per.push(clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - c0);
             if ku.is_none() {
                 while unsafe {
                     libc::recv(rxfd, sink.as_mut_ptr() as *mut libc::c_void, sink.len(), 0)
