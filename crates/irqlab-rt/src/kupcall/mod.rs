@@ -640,3 +640,61 @@ pub fn loaded_program_ids() -> Result<Vec<(u32, String)>, RtError> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aya::maps::MapError;
+    use aya::programs::ProgramError;
+
+    fn os(code: i32) -> std::io::Error {
+        std::io::Error::from_raw_os_error(code)
+    }
+
+    #[test]
+    fn a_verifier_rejection_carries_the_log_and_is_not_a_skip() {
+        let e = ProgramError::LoadError {
+            io_error: os(libc::EACCES),
+            verifier_log: aya_obj::VerifierLog::new(
+                "114: (79) r2 = *(u64 *)(r7 +152)\ninvalid bpf_context access off=152 size=8"
+                    .into(),
+            ),
+        };
+        let r = bpf_error("load BPF program kupcall_sock", &e);
+        assert!(matches!(r, RtError::Bpf { .. }), "{r:?}");
+        let msg = r.to_string();
+        assert!(msg.contains("kupcall_sock") && msg.contains("invalid bpf_context access off=152"));
+        assert!(!r.is_unavailable());
+    }
+
+    #[test]
+    fn missing_privilege_or_support_is_unavailable_with_the_kernels_reason() {
+        let e = ProgramError::LoadError {
+            io_error: os(libc::EPERM),
+            verifier_log: aya_obj::VerifierLog::new(String::new()),
+        };
+        assert!(matches!(
+            bpf_error("load", &e),
+            RtError::NotPermitted { .. }
+        ));
+        // A map the kernel will not create, deep in the loader's error chain.
+        let e = aya::EbpfError::MapError(MapError::CreateError {
+            name: "stats".into(),
+            io_error: os(libc::EPERM),
+        });
+        let r = bpf_error("load the kernel-upcall object", &e);
+        assert!(r.is_unavailable(), "{r:?}");
+        assert!(r.to_string().contains("stats"), "{r}");
+        let e = aya::EbpfError::MapError(MapError::CreateError {
+            name: "samples".into(),
+            io_error: os(libc::ENOSYS),
+        });
+        assert!(matches!(bpf_error("load", &e), RtError::Unsupported { .. }));
+        // Anything else is neither a skip nor a verifier log.
+        let e = aya::EbpfError::MapError(MapError::CreateError {
+            name: "stats".into(),
+            io_error: os(libc::EINVAL),
+        });
+        assert!(matches!(bpf_error("load", &e), RtError::Sys { .. }));
+    }
+}
