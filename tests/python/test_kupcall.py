@@ -34,8 +34,7 @@ sources:
 def test_kernel_upcall_scenario_reports_kernel_and_class_counts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    scen = tmp_path / "k.yaml"
-    scen.write_text(SCENARIO)
+    scen = _probe(tmp_path)
     try:
         runtime.run(scen, 10_000_000)  # probe: privileges and kernel support
     except runtime.RuntimeUnavailable as e:
@@ -75,3 +74,54 @@ def test_without_bpf_privileges_it_refuses_or_falls_back_when_asked(tmp_path: Pa
     assert any("every event takes the fd's I/O class" in w for w in rep["warnings"])
     flood = next(e for e in rep["events"] if e["name"] == "io.flood")
     assert flood["items"] > 0
+
+
+def _kupcall_programs() -> list[str] | None:
+    """Loaded kernel-upcall programs per bpftool, or None without bpftool."""
+    bpftool = shutil.which("bpftool")
+    if bpftool is None:
+        return None
+    out = subprocess.run([bpftool, "prog", "show"], capture_output=True, text=True, timeout=10)
+    return [line for line in out.stdout.splitlines() if "kupcall_" in line]
+
+
+def test_sigint_and_sigterm_detach_the_kernel_upcall(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    scen = tmp_path / "k.yaml"
+    scen.write_text(SCENARIO.replace("duration: 500ms", "duration: 30s"))
+    try:
+        runtime.run(_probe(tmp_path), 10_000_000)
+    except runtime.RuntimeUnavailable as e:
+        pytest.skip(f"kernel upcalls unavailable here: {e}")
+    if _kupcall_programs() is None:
+        pytest.skip("bpftool is not installed (make setup installs it)")
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        out = tmp_path / f"out-{sig.name}"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "irqlab", "run", str(scen), "--out", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        deadline = time.monotonic() + 15
+        while not _kupcall_programs() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _kupcall_programs(), "the kernel upcall never showed up in bpftool"
+        proc.send_signal(sig)
+        stdout, stderr = proc.communicate(timeout=20)
+        assert proc.returncode == 0, stderr
+        assert "(interrupted)" in stdout
+        rep = json.loads((out / "run.json").read_text())["report"]
+        assert rep["kernel_upcalls"][0]["stats"]["seen"] > 0
+        # The kernel frees a detached program after an RCU grace period.
+        deadline = time.monotonic() + 5
+        while _kupcall_programs() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _kupcall_programs() == [], f"left loaded after {sig.name}"
+
+
+def _probe(tmp_path: Path) -> Path:
+    """The scenario, written out (runs briefly to probe for BPF support)."""
+    probe = tmp_path / "probe.yaml"
+    probe.write_text(SCENARIO)
+    return probe
