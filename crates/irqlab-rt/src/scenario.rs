@@ -647,8 +647,12 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
                     .map_err(|e| RtError::from_io(f("kind"), e))?;
                 rt.register_kernel_upcall(&s.name, dup, &spec, class, handler)
                     .map_err(|e| match e {
-                        RtError::Config { value, rule, .. } => {
-                            RtError::config(f("upcall"), value, rule)
+                        // Name the scenario's key: `kernel upcall budget.time`
+                        // is this source's `upcall.budget`.
+                        RtError::Config { field, value, rule } => {
+                            let key = field.strip_prefix("kernel upcall ").unwrap_or(&field);
+                            let key = key.strip_suffix(".time").unwrap_or(key);
+                            RtError::config(f(&format!("upcall.{key}")), value, rule)
                         }
                         e => e,
                     })?;

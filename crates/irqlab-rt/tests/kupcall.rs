@@ -600,4 +600,14 @@ fn a_scenario_refuses_a_kernel_upcall_it_cannot_run() {
         .expect("refused")
         .to_string();
     assert!(e.contains("needs a class"), "{e}");
+    // The kernel side's rules name the scenario's keys.
+    let bad = KERNEL_SCENARIO.replace("budget: 500us, period: 10ms", "budget: 20ms, period: 10ms");
+    match irqlab_rt::scenario::prepare("bad", &bad, None) {
+        Err(e) if e.is_unavailable() => eprintln!("SKIPPED: {e}"),
+        Err(e) => {
+            let e = e.to_string();
+            assert!(e.starts_with("sources[0].upcall.budget = 20ms"), "{e}");
+        }
+        Ok(_) => panic!("a 20 ms budget in a 10 ms period was accepted"),
+    }
 }
