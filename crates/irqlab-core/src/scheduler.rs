@@ -589,6 +589,24 @@ impl Scheduler {
         })
     }
 
+    /// The latest time by which `schedule` must be called because a
+    /// runnable server waits for a replenishment that would change the
+    /// current decision: the earliest replenishment of a server above the
+    /// dispatched one, or of any server when the CPU is idle or runs a
+    /// server in background (Alg. 1 lines 14-17).
+    ///
+    /// A caller that does not call `schedule` after every `wakeup` (a
+    /// simulator: `wakeup` asks for a decision only on preemption) merges
+    /// this into the `next_update` it holds after a wake-up: a depleted
+    /// server woken now may wait for a replenishment earlier than the
+    /// `next_update` the last `schedule` returned.
+    pub fn replenishment_due(&self) -> Option<Nanos> {
+        match self.current {
+            Some(c) if !c.background => self.waiting.min_time_below(&self.key_of(c.server)),
+            _ => self.timers.first().map(|&(t, _)| t),
+        }
+    }
+
     /// Time `d` of the current slice was taken from the running server by
     /// someone else -- a hypervisor's physical ISR, which VINT §III charges
     /// to the hypervisor, not to the interrupted VCPU: the next `schedule`

@@ -102,8 +102,21 @@ impl Simulation {
         if preempt {
             self.cpus[c].need_resched = true;
             self.cpus[c].wake_resched = true;
+        } else {
+            self.merge_replenishment(c);
         }
         Ok(())
+    }
+
+    /// A wake-up that does not preempt may still have put a depleted
+    /// server in line for a replenishment that changes the decision: the
+    /// CPU must then be re-evaluated at that time (the core's
+    /// `replenishment_due`), not only at the next event.
+    pub(crate) fn merge_replenishment(&mut self, c: usize) {
+        if let Some(t) = self.cpus[c].sched.replenishment_due() {
+            let cpu = &mut self.cpus[c];
+            cpu.next_update = Some(cpu.next_update.map_or(t.as_ns(), |u| u.min(t.as_ns())));
+        }
     }
 
     pub(crate) fn block(&mut self, t: usize) -> Result<(), SimError> {
@@ -175,6 +188,8 @@ impl Simulation {
             .map_err(core_err(|| "bottom-half request".to_owned()))?
         {
             self.cpus[c].need_resched = true;
+        } else {
+            self.merge_replenishment(c);
         }
         self.threads[t].active = true;
         self.note_backlog(t);
