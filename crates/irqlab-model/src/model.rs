@@ -109,6 +109,9 @@ pub struct Simulation {
     /// is cut and the run says so.
     #[serde(default)]
     pub trace_max_events: Option<u64>,
+    /// Completion times kept per task in the metrics (default 10,000).
+    #[serde(default)]
+    pub max_completions: Option<u64>,
 }
 
 fn default_duration() -> Duration {
@@ -124,6 +127,7 @@ impl Default for Simulation {
             trace: false,
             trace_until: None,
             trace_max_events: None,
+            max_completions: None,
         }
     }
 }
@@ -233,6 +237,10 @@ pub struct Task {
     pub offset: Option<Duration>,
     #[serde(default)]
     pub jobs: Option<u64>,
+    /// Abort a job still unfinished at its deadline (SimSo's
+    /// `abort_on_miss`); default: late jobs run to completion.
+    #[serde(default)]
+    pub abort_on_miss: bool,
     /// Steps as single-key maps: `- compute: 300us`, `- read: cdrom`.
     #[serde(with = "serde_yaml::with::singleton_map_recursive")]
     #[schemars(with = "Vec<Step>")]

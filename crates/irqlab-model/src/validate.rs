@@ -130,6 +130,9 @@ fn util_of(budget: Nanos, period: Nanos) -> Option<Utilization> {
 /// memory (a few KB per event), so more would not fit a typical machine.
 pub const MAX_TRACE_EVENTS: u64 = 2_000_000;
 
+/// Upper limit of `simulation.max_completions`.
+pub const MAX_COMPLETIONS: u64 = 10_000_000;
+
 pub fn validate(m: &Model) -> Report {
     let mut r = Report::default();
     let cpus = m.machine.cpus;
@@ -205,6 +208,15 @@ pub fn validate(m: &Model) -> Report {
                 "simulation.trace_max_events",
                 n,
                 format!("must be between 1 and {MAX_TRACE_EVENTS}"),
+            );
+        }
+    }
+    if let Some(n) = m.simulation.max_completions {
+        if n > MAX_COMPLETIONS {
+            r.err(
+                "simulation.max_completions",
+                n,
+                format!("at most {MAX_COMPLETIONS} (completion times are kept in memory)"),
             );
         }
     }

@@ -82,6 +82,8 @@ pub(crate) struct TaskInfo {
     pub(crate) released: u64,
     pub(crate) completed: u64,
     pub(crate) misses: u64,
+    /// Jobs aborted at their deadline (`abort_on_miss`).
+    pub(crate) aborted: u64,
     pub(crate) response: LatencyRecorder,
     pub(crate) completions: Vec<u64>,
 }
@@ -232,6 +234,7 @@ impl Simulation {
                     completed: t.completed,
                     deadline_misses: t.misses + unfinished,
                     unfinished_past_deadline: unfinished,
+                    aborted: t.aborted,
                     response: Dist::from_recorder(&t.response),
                     completions: t.completions.clone(),
                 }

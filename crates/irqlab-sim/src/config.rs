@@ -195,6 +195,12 @@ pub struct TaskCfg {
     pub priority: u32,
     pub release: Release,
     pub program: Vec<Phase>,
+    /// A job still unfinished at its deadline is aborted then (SimSo's
+    /// `abort_on_miss`): counted as a miss and dropped, so later jobs are
+    /// not delayed by it. A job blocked in I/O or a sleep is dropped when
+    /// it resumes. Default: late jobs run to completion.
+    #[serde(default)]
+    pub abort_on_miss: bool,
 }
 
 fn one() -> u32 {
@@ -543,6 +549,14 @@ pub struct SimConfig {
     pub trace: TraceCfg,
     #[serde(default)]
     pub overhead: OverheadCfg,
+    /// Completion times kept per task in the metrics (`completions_ns`:
+    /// the first this many jobs; `completed` counts them all).
+    #[serde(default = "default_max_completions")]
+    pub max_completions: usize,
+}
+
+fn default_max_completions() -> usize {
+    10_000
 }
 
 fn one_cpu() -> usize {

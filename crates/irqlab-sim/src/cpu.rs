@@ -283,7 +283,9 @@ impl Simulation {
         }
         // The running thread finished its step?
         if let Some((t, _)) = self.cpus[c].running {
-            if self.threads[t].remaining == 0 {
+            // (a thread made inactive by an event -- a job aborted at its
+            // deadline -- has no step to finish)
+            if self.threads[t].remaining == 0 && self.threads[t].active {
                 self.step_done(t)?;
             }
         }

@@ -24,6 +24,12 @@ pub(crate) enum EvKind {
     Release {
         task: usize,
     },
+    /// The deadline of the job of `task` released at `release` (posted
+    /// only for tasks with `abort_on_miss`).
+    Deadline {
+        task: usize,
+        release: u64,
+    },
     Wake {
         thread: usize,
     },

@@ -170,6 +170,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
             priority: t.priority,
             release,
             program: steps(&t.program, &format!("{path}.program"), &dev_idx, &class_idx)?,
+            abort_on_miss: t.abort_on_miss,
         });
     }
     let xhci_idx = |x: &str, path: &str| index(&m.xhci, x, |c| c.name.as_str(), path);
@@ -359,6 +360,10 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
                 .map_or(TraceCfg::default().max_events, |n| n as usize),
         },
         overhead: Default::default(),
+        max_completions: m
+            .simulation
+            .max_completions
+            .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX)),
     })
 }
 

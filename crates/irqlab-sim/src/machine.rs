@@ -328,6 +328,7 @@ impl Simulation {
                 }
             }
             EvKind::Release { task } => self.release(task)?,
+            EvKind::Deadline { task, release } => self.deadline_passed(task, release)?,
             EvKind::Wake { thread } => self.resume_task(thread)?,
             EvKind::Arrival { device, epoch } => {
                 if epoch != self.devices[device].arrival_epoch {

@@ -166,11 +166,14 @@ pub struct TaskMetrics {
     /// Released jobs unfinished at the end of the run although their
     /// deadline had passed.
     pub unfinished_past_deadline: u64,
+    /// Jobs aborted at their deadline (`abort_on_miss`; each is also a
+    /// deadline miss).
+    pub aborted: u64,
     /// Response time of the finished jobs: release to completion (ns).
     pub response: Dist,
     /// Completion times of the first jobs (ns since the start; for
-    /// exact-schedule checks and comparisons with other simulators),
-    /// capped at 10,000.
+    /// exact-schedule checks and comparisons with other simulators): the
+    /// first `max_completions` (default 10,000); `completed` counts all.
     #[serde(rename = "completions_ns")]
     pub completions: Vec<u64>,
 }

@@ -23,9 +23,6 @@ use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
 use crate::thread::{Kind, Thread};
 
-/// Completion times kept per task (`TaskMetrics::completions`).
-const MAX_COMPLETIONS: usize = 10_000;
-
 #[derive(Clone, Debug)]
 pub(crate) enum Op {
     Compute(u64),
@@ -69,6 +66,9 @@ pub(crate) struct TaskState {
     pub(crate) waiting_io: Option<(usize, u64)>,
     /// An I/O returning: record its latency when this compute ends.
     pub(crate) returning: Option<(usize, u64)>,
+    /// The current job was aborted at its deadline while blocked: drop it
+    /// when it resumes (`abort_on_miss`).
+    pub(crate) aborted: Option<u64>,
 }
 
 impl Simulation {
@@ -90,6 +90,7 @@ impl Simulation {
                 released: 0,
                 completed: 0,
                 misses: 0,
+                aborted: 0,
                 response: LatencyRecorder::new(0, None),
                 completions: Vec::new(),
             });
@@ -109,6 +110,7 @@ impl Simulation {
                     backlog: VecDeque::new(),
                     waiting_io: None,
                     returning: None,
+                    aborted: None,
                 }),
             });
         }
@@ -249,6 +251,14 @@ impl Simulation {
         if self.threads[t].active {
             return Ok(());
         }
+        if let Kind::Task(ts) = &mut self.threads[t].kind {
+            if ts.aborted.is_some() && ts.aborted == ts.job {
+                // aborted at its deadline while blocked: drop it now
+                ts.aborted = None;
+                ts.waiting_io = None;
+                return self.next_job(t);
+            }
+        }
         if self.io_return(t)? {
             return Ok(());
         }
@@ -264,6 +274,14 @@ impl Simulation {
                 self.post(now.saturating_add(period), EvKind::Release { task });
             }
         }
+        if self.cfg.tasks[task].abort_on_miss {
+            if let Some(d) = self.deadline_of(task) {
+                let at = now.saturating_add(d);
+                if at != u64::MAX {
+                    self.post(at, EvKind::Deadline { task, release: now });
+                }
+            }
+        }
         let Kind::Task(ts) = &mut self.threads[t].kind else {
             return Ok(());
         };
@@ -277,21 +295,75 @@ impl Simulation {
         self.run_program(t)
     }
 
-    pub(crate) fn job_done(&mut self, task: usize, release: u64) {
-        let now = self.now;
-        let deadline = match self.cfg.tasks[task].release {
+    /// The relative deadline of `task`'s jobs (periodic tasks only).
+    fn deadline_of(&self, task: usize) -> Option<u64> {
+        match self.cfg.tasks[task].release {
             Release::Periodic {
                 period, deadline, ..
             } => Some(deadline.unwrap_or(period)),
             Release::Once { .. } => None,
+        }
+    }
+
+    /// `abort_on_miss`: the deadline of the job released at `release` has
+    /// come. Unfinished, it is a miss and is dropped: at once if it is
+    /// queued or computing (the next queued job starts), at its resumption
+    /// if it is blocked in I/O or a sleep.
+    pub(crate) fn deadline_passed(&mut self, task: usize, release: u64) -> Result<(), SimError> {
+        let t = self.tasks[task].thread;
+        let active = self.threads[t].active;
+        if active {
+            // charge what ran so far to the job being dropped
+            self.touch(self.threads[t].cpu);
+        }
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(());
         };
+        if let Some(k) = ts.backlog.iter().position(|&r| r == release) {
+            ts.backlog.remove(k);
+        } else if ts.job == Some(release) {
+            if !active {
+                ts.aborted = Some(release);
+            } else {
+                ts.returning = None;
+                self.tasks[task].misses += 1;
+                self.tasks[task].aborted += 1;
+                self.threads[t].remaining = 0;
+                return self.next_job(t);
+            }
+        } else {
+            return Ok(()); // finished in time
+        }
+        self.tasks[task].misses += 1;
+        self.tasks[task].aborted += 1;
+        Ok(())
+    }
+
+    /// Drop the current job of task thread `t` unfinished and start the
+    /// next queued one, or block.
+    fn next_job(&mut self, t: usize) -> Result<(), SimError> {
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(());
+        };
+        ts.job = ts.backlog.pop_front();
+        ts.pc = 0;
+        ts.loops.clear();
+        if ts.job.is_some() {
+            return self.run_program(t);
+        }
+        self.park(t)
+    }
+
+    pub(crate) fn job_done(&mut self, task: usize, release: u64) {
+        let now = self.now;
+        let deadline = self.deadline_of(task);
         let info = &mut self.tasks[task];
         info.completed += 1;
         info.response.record(Nanos(now - release));
         if deadline.is_some_and(|d| now > release.saturating_add(d)) {
             info.misses += 1;
         }
-        if info.completions.len() < MAX_COMPLETIONS {
+        if info.completions.len() < self.cfg.max_completions {
             info.completions.push(now);
         }
     }
@@ -313,6 +385,7 @@ impl Simulation {
         let end = self.cfg.duration;
         ts.job
             .iter()
+            .filter(|&&rel| ts.aborted != Some(rel)) // counted when aborted
             .chain(ts.backlog.iter())
             .filter(|&&rel| end > rel.saturating_add(d))
             .count() as u64

@@ -43,9 +43,11 @@ proptest! {
                 release: Release::Periodic { period: t, deadline: None,
                     offset: if synchronous { 0 } else { offsets[i] * U }, jobs: None },
                 program: vec![Phase::Compute { ns: c }],
+                abort_on_miss: false,
             }).collect(),
             devices: vec![], classes: vec![], xhci: vec![], virqs: vec![], ipi: 0, switch_overhead: 0,
             linux: Default::default(), trace: Default::default(), overhead: Default::default(),
+            max_completions: 10_000,
         };
         let (m, _) = simulate(cfg).expect("valid");
         for (i, t) in m.tasks.iter().enumerate() {

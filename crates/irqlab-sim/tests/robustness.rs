@@ -252,6 +252,8 @@ fn config() -> impl Strategy<Value = SimConfig> {
                                 Release::Once { at: 0 }
                             },
                             program: fix_refs(program, nd, nc),
+                            // the abort path in every third task
+                            abort_on_miss: (i as u64 + seed).is_multiple_of(3),
                         })
                         .collect(),
                     devices: devices
@@ -313,6 +315,7 @@ fn config() -> impl Strategy<Value = SimConfig> {
                     linux: Default::default(),
                     trace: Default::default(),
                     overhead: Default::default(),
+                    max_completions: 10_000,
                 };
                 if let Some(d) = defect {
                     corrupt(&mut cfg, d);

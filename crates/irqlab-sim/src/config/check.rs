@@ -112,6 +112,14 @@ impl SimConfig {
         if self.duration == 0 {
             return Err(bad("duration".into(), 0, "must be positive"));
         }
+        let most = irqlab_model::validate::MAX_COMPLETIONS;
+        if self.max_completions as u64 > most {
+            return Err(bad(
+                "max_completions".into(),
+                self.max_completions,
+                &format!("at most {most} (completion times are kept in memory)"),
+            ));
+        }
         let max = irqlab_model::validate::MAX_TRACE_EVENTS;
         if self.trace.max_events == 0 || self.trace.max_events as u64 > max {
             return Err(bad(

@@ -82,6 +82,7 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
                     priority: t.priority,
                     release,
                     program,
+                    abort_on_miss: false,
                 });
             }
         }
@@ -344,5 +345,9 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
                 .map_or(TraceCfg::default().max_events, |n| n as usize),
         },
         overhead: Default::default(),
+        max_completions: m
+            .simulation
+            .max_completions
+            .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX)),
     })
 }

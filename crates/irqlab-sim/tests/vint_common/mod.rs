@@ -111,6 +111,7 @@ pub fn to_sim(
                 jobs: None,
             },
             program: vec![Phase::Compute { ns: t.wcet }],
+            abort_on_miss: false,
         })
         .collect();
     let devices = p
@@ -179,6 +180,7 @@ pub fn to_sim(
         linux: Default::default(),
         trace: Default::default(),
         overhead: Default::default(),
+        max_completions: 10_000,
     }
 }
 
