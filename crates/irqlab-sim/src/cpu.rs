@@ -235,14 +235,13 @@ impl Simulation {
 
     pub(crate) fn touch(&mut self, c: usize) {
         self.advance(c);
-        self.dirty[c] = true;
+        self.dirty.mark(c);
     }
 
     /// Re-evaluate dirty CPUs until nothing changes at this instant.
     pub(crate) fn settle(&mut self) -> Result<(), SimError> {
         let mut guard = 0u32;
-        while let Some(c) = self.dirty.iter().position(|&d| d) {
-            self.dirty[c] = false;
+        while let Some(c) = self.dirty.take_first() {
             self.kick(c)?;
             guard += 1;
             if guard > MAX_STEPS {

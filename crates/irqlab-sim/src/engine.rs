@@ -61,6 +61,36 @@ pub(crate) struct Ev {
     pub(crate) kind: EvKind,
 }
 
+/// CPUs to re-evaluate at the current instant, taken lowest index first
+/// (the order is part of the deterministic schedule). A bit set: marking
+/// is O(1) and finding the next is a scan of 64-CPU words, not of CPUs.
+pub(crate) struct Dirty {
+    words: Vec<u64>,
+}
+
+impl Dirty {
+    /// Every one of `n` CPUs marked.
+    pub(crate) fn all(n: usize) -> Dirty {
+        let mut words = vec![u64::MAX; n.div_ceil(64)];
+        if !n.is_multiple_of(64) {
+            if let Some(last) = words.last_mut() {
+                *last = (1u64 << (n % 64)) - 1;
+            }
+        }
+        Dirty { words }
+    }
+    pub(crate) fn mark(&mut self, c: usize) {
+        self.words[c / 64] |= 1 << (c % 64);
+    }
+    /// The lowest marked CPU, unmarked.
+    pub(crate) fn take_first(&mut self) -> Option<usize> {
+        let (i, w) = self.words.iter_mut().enumerate().find(|(_, w)| **w != 0)?;
+        let b = w.trailing_zeros() as usize;
+        *w &= *w - 1;
+        Some(i * 64 + b)
+    }
+}
+
 /// The future events of one simulation.
 #[derive(Default)]
 pub(crate) struct Events {

@@ -35,7 +35,7 @@ use crate::config::{PolicyCfg, Release, SimConfig};
 use crate::cpu::Cpu;
 use crate::devices::xhci::XhciState;
 use crate::devices::DeviceState;
-use crate::engine::{EvKind, Events};
+use crate::engine::{Dirty, EvKind, Events};
 use crate::error::SimError;
 use crate::metrics::Metrics;
 use crate::paths::hypervisor::VirqState;
@@ -64,7 +64,7 @@ pub struct Simulation {
     pub(crate) class_bh: Vec<usize>,
     pub(crate) xhci: Vec<XhciState>,
     pub(crate) virqs: Vec<VirqState>,
-    pub(crate) dirty: Vec<bool>,
+    pub(crate) dirty: Dirty,
     pub(crate) rng: SplitMix64,
     pub(crate) trace: Trace,
     /// Per thread: a bottom-half -> task arrow to end at its next dispatch.
@@ -177,7 +177,7 @@ impl Simulation {
             class_bh: Vec::new(),
             xhci: Vec::new(),
             virqs: Vec::new(),
-            dirty: vec![true; ncpu],
+            dirty: Dirty::all(ncpu),
             rng: SplitMix64::new(seed),
             trace: Trace::new(false, None, 0),
             wake_flow: Vec::new(),
@@ -324,7 +324,7 @@ impl Simulation {
             EvKind::CpuCheck { cpu, epoch } => {
                 if self.cpus[cpu].epoch == epoch {
                     self.cpus[cpu].armed = None;
-                    self.dirty[cpu] = true;
+                    self.dirty.mark(cpu);
                 }
             }
             EvKind::Release { task } => self.release(task)?,

@@ -100,7 +100,7 @@ impl Simulation {
             sq.restarts = 0;
             sq.batch = std::mem::take(&mut sq.pending);
         }
-        self.dirty[c] = true;
+        self.dirty.mark(c);
         Ok(())
     }
 
