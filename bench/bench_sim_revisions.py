@@ -24,7 +24,7 @@ from pathlib import Path
 from irqlab.tasksets import MS, random_rm_taskset, rm_config
 
 ROOT = Path(__file__).resolve().parent.parent
-BASE = os.environ.get("IRQLAB_BENCH_BASE", "bc77f7a")
+BASE = os.environ.get("IRQLAB_BENCH_BASE", "bc77f7a")  # the last commit before the split
 ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "5"))
 GOLDEN = ROOT / "crates/irqlab-sim/tests/golden"
 SYSTEMS = [
@@ -33,6 +33,27 @@ SYSTEMS = [
     "scenario-vint-case-000",
     "exp-quest-pibs-vs-ss-000",
 ]
+
+
+def partitioned(cpus: int, per_cpu: int, duration: int) -> dict:
+    """Rate-monotonic tasks partitioned over ``cpus`` CPUs: per CPU
+    ``per_cpu`` tasks of distinct periods (10 ms .. 100 s) at utilization 0.6
+    in total (UUniFast-like split, seeded), each in its own server."""
+    rng = random.Random(7)
+    servers, tasks = [], []
+    for c in range(cpus):
+        periods = rng.sample(range(10, 100_000), per_cpu)
+        shares = [rng.random() for _ in periods]
+        total = sum(shares)
+        for p, u in zip(periods, shares, strict=True):
+            i = len(servers)
+            servers.append({"name": f"s{i}", "cpu": c, "policy": "unbounded",
+                            "rank": p * MS * 100_000 + i})
+            tasks.append({"name": f"t{i}", "server": i,
+                          "release": {"kind": "periodic", "period": p * MS},
+                          "program": [{"op": "compute",
+                                       "ns": max(1, int(p * MS * 0.6 * u / total))}]})
+    return {"cpus": cpus, "duration": duration, "servers": servers, "tasks": tasks}
 
 
 def build(src: Path, work: Path, tag: str) -> Path:
@@ -70,8 +91,12 @@ def main() -> int:
         bins = {"base": build(base_src, work, "base"), "head": build(ROOT, work, "head")}
         tasks = random_rm_taskset(random.Random(2026), 10, min_period_ms=10, max_period_ms=100)
         rm = work / "rm10.config.json"
-        rm.write_text(json.dumps(rm_config(tasks, 20_000 * MS)))
-        files = [rm] + [GOLDEN / f"{s}.config.json" for s in SYSTEMS]
+        rm.write_text(json.dumps(rm_config(tasks, 200_000 * MS)))
+        cpus64 = work / "rm64x10.config.json"
+        cpus64.write_text(json.dumps(partitioned(64, 10, 20_000 * MS)))
+        many = work / "rm1x10000.config.json"
+        many.write_text(json.dumps(partitioned(1, 10_000, 20_000 * MS)))
+        files = [rm, cpus64, many] + [GOLDEN / f"{s}.config.json" for s in SYSTEMS]
         times: dict[str, dict[str, list[int]]] = {str(f): {"base": [], "head": []} for f in files}
         events: dict[str, dict[str, int]] = {str(f): {} for f in files}
         for r in range(ROUNDS):
