@@ -14,7 +14,7 @@
 //! on (Joseph & Pandya, [14], [30]) use ceilings, which we use throughout --
 //! with floors the iteration would stop at `W = C` and bound nothing.
 
-use crate::rta::{response_time, Interferer};
+use crate::rta::{response_time, Analysed, Interferer};
 
 /// VCPU budget replenishment (VINT §III).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -151,7 +151,7 @@ pub fn vcpu_response(p: &Pcpu, c: u64, t: u64, higher: &[(u64, u64, u64)]) -> Op
         .map(|x| Interferer::new(x.wcet, x.period, x.jitter))
         .collect();
     i.extend(higher.iter().map(|&(c, t, j)| Interferer::new(c, t, j)));
-    response_time(c, &i, t)
+    response_time(Analysed::new(c, t, 0), &i, t)
 }
 
 /// Eq. 3 for every regular VCPU (given budgets) and every pseudo-VCPU.
@@ -243,7 +243,7 @@ pub fn task_response(p: &Pcpu, i: usize, budgets: &[u64], dsrs: &[Task]) -> Opti
             .filter(|u| u.vcpu == t.vcpu && !u.managed)
             .map(|u| Interferer::new(u.isr, u.period, j)),
     );
-    response_time(t.wcet, &inter, t.period)
+    response_time(Analysed::new(t.wcet, t.period, 0), &inter, t.period)
 }
 
 /// DSR tasks of the unmanaged virtual interrupts (they run as tasks in
@@ -274,14 +274,21 @@ pub fn phys_response(p: &Pcpu, i: usize, limit: u64) -> Option<u64> {
         .filter(|&(k, h)| h.prio > me.prio || (h.prio == me.prio && k != i))
         .map(|(_, h)| Interferer::new(h.wcet, h.period, h.jitter))
         .collect();
-    response_time(me.wcet, &inter, limit)
+    // measured from the ISR's own arrival: for an IPI, the end of the ISR
+    // that sends it (its jitter lets two arrive closer than the period)
+    response_time(Analysed::new(me.wcet, me.period, me.jitter), &inter, limit)
 }
 
 /// VINT Eq. 6-7: handling time of managed virtual interrupt `j` with its
 /// pseudo-VCPU (blocking by lower-priority pseudo-VCPUs' and unmanaged ISRs
 /// of the same VCPU; every physical ISR; higher-priority pseudo-VCPUs;
 /// `extra` interference, e.g. VCPU switch overhead in
-/// `irqlab_sim::hypervisor_bounds`).
+/// `irqlab_sim::hypervisor_bounds`). Measured from the injection, with
+/// every later instance of the busy window: injections follow the physical
+/// ISR, so two of them are at least `T - (Eq. 5 - C^pi)` apart; callers
+/// pass `limit <= T - Eq. 5` (as `flow_bound` does), and within it one
+/// instance's window never reaches the next injection, so the analysis
+/// with zero own jitter is the analysis with the true one.
 pub fn virt_response_vint(
     p: &Pcpu,
     j: usize,
@@ -319,7 +326,7 @@ pub fn virt_response_vint(
             .map(|q| Interferer::new(q.budget, q.period, jitter(r, q.budget, q.period))),
     );
     inter.extend_from_slice(extra);
-    response_time(me.total(), &inter, limit)
+    response_time(Analysed::new(me.total(), me.period, 0), &inter, limit)
 }
 
 /// A bound on the handling time of managed virtual interrupt `j` after its
@@ -369,7 +376,8 @@ pub fn virt_bound_vint(
 /// VCPU `k` with budget `budgets[k]`: higher-priority tasks of the VCPU
 /// (regular tasks and other unmanaged interrupts' DSR tasks) above its
 /// lowest DSR priority, the budget gap `T - C`, and the other unmanaged
-/// virtual ISRs of the VCPU.
+/// virtual ISRs of the VCPU. Measured from the injection, under the
+/// precondition of `virt_response_vint` (`limit <= T - Eq. 5`).
 pub fn virt_response_base(p: &Pcpu, j: usize, budgets: &[u64], limit: u64) -> Option<u64> {
     let me = &p.virt[j];
     let k = me.vcpu;
@@ -396,7 +404,7 @@ pub fn virt_response_base(p: &Pcpu, j: usize, budgets: &[u64], limit: u64) -> Op
         inter.push(Interferer::new(x.isr, x.period, jit));
     }
     inter.push(Interferer::new(tk - ck, tk, ck));
-    response_time(me.total(), &inter, limit)
+    response_time(Analysed::new(me.total(), me.period, 0), &inter, limit)
 }
 
 /// Definition 3 as VINT §VII checks it: the flow of virtual interrupt `j`

@@ -46,7 +46,7 @@
 
 use crate::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
 use crate::SimError;
-use irqlab_analysis::rta::Interferer;
+use irqlab_analysis::rta::{demand, Interferer};
 use irqlab_analysis::vint::{self, Pcpu, PhysIrq, PseudoVcpu, Replenish, Task, Vcpu, VirtIrq};
 use serde::Serialize;
 
@@ -200,13 +200,6 @@ fn switch_interference(o: u64, vcpus: usize, sources: &[(u64, u64)]) -> Vec<Inte
             .map(|&(t, m)| Interferer::new(2 * o * m, t, t)),
     );
     out
-}
-
-fn demand(inter: &[Interferer], w: u64) -> u64 {
-    inter
-        .iter()
-        .map(|i| (w + i.jitter).div_ceil(i.period) * i.cost)
-        .sum()
 }
 
 /// The bounds of a hypervisor configuration (see the module doc).

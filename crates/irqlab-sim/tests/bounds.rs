@@ -7,7 +7,7 @@
 //! it for the first job when all tasks are released together (the critical
 //! instant).
 
-use irqlab_analysis::rta::{response_time, Interferer};
+use irqlab_analysis::rta::{response_time, Analysed, Interferer};
 use irqlab_sim::config::{Phase, PolicyCfg, Release, ServerCfg, SimConfig, TaskCfg};
 use irqlab_sim::simulate;
 use proptest::prelude::*;
@@ -25,7 +25,7 @@ proptest! {
         ts.sort_by_key(|t| t.1);
         let bounds: Vec<Option<u64>> = (0..ts.len()).map(|i| {
             let hp: Vec<Interferer> = ts[..i].iter().map(|&(c, t)| Interferer::new(c, t, 0)).collect();
-            response_time(ts[i].0, &hp, ts[i].1)
+            response_time(Analysed::new(ts[i].0, ts[i].1, 0), &hp, ts[i].1)
         }).collect();
         // only analyse systems the RTA calls schedulable
         prop_assume!(bounds.iter().all(|b| b.is_some()));
