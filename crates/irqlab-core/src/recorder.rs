@@ -32,6 +32,9 @@ const HALF: u64 = 1 << (B - 1);
 pub struct Histogram {
     counts: Vec<u64>,
     total: u64,
+    /// Smallest and largest recorded values (quantiles are clamped to them).
+    min: u64,
+    max: u64,
 }
 
 impl Histogram {
@@ -65,6 +68,12 @@ impl Histogram {
             self.counts.resize(i + 1, 0);
         }
         self.counts[i] += 1;
+        if self.total == 0 {
+            (self.min, self.max) = (v, v);
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
         self.total += 1;
     }
 
@@ -73,8 +82,9 @@ impl Histogram {
     }
 
     /// The value at quantile `q` in [0, 1]: the highest value of the bucket
-    /// holding the `ceil(q * n)`-th smallest sample (never below the truth,
-    /// above it by less than one bucket width).
+    /// holding the `ceil(q * n)`-th smallest sample, clamped to the recorded
+    /// minimum and maximum (never below the truth, above it by less than
+    /// one bucket width, never above the maximum nor below the minimum).
     pub fn quantile(&self, q: f64) -> Option<u64> {
         if self.total == 0 {
             return None;
@@ -85,7 +95,7 @@ impl Histogram {
             seen += c;
             if seen >= rank {
                 let (lo, w) = Histogram::bucket(i);
-                return Some(lo + (w - 1));
+                return Some((lo + (w - 1)).clamp(self.min, self.max));
             }
         }
         None
@@ -283,6 +293,15 @@ mod tests {
                 got >= exact && (got - exact) as f64 <= exact as f64 / 128.0 + 1.0,
                 "q {q}: {got} vs {exact}"
             );
+        }
+        // a quantile never leaves [min, max]: every sample 100,000 ns (its
+        // bucket ends at 100,351) gives 100,000 at every quantile
+        let mut one = Histogram::new();
+        for _ in 0..50 {
+            one.record(100_000);
+        }
+        for q in [0.0, 0.5, 0.99, 1.0] {
+            assert_eq!(one.quantile(q), Some(100_000));
         }
         // bucket layout is contiguous
         for i in 0..3000 {
