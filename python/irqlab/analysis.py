@@ -1,6 +1,8 @@
-"""The analyses from Python (``irqlab._native.analysis``): QUEST-VCPU Eq. 1,
-USB-DIFFSERV Eq. 1-3 and Eq. 4-8, the VINT Eq. 3-8 bounds of a hypervisor
-machine, and the VINT sweeps (Figures 4-9).
+"""The analyses from Python (``irqlab._native.analysis``): the fixed-priority
+RTA (``fp_rta``), QUEST-VCPU Eq. 1, USB-DIFFSERV Eq. 1-3 and Eq. 4-8, the
+bounds of a quest / quest-no-iovcpu / linux machine (``model_bounds``), the
+VINT Eq. 3-8 bounds of a hypervisor machine, and the VINT sweeps (Figures
+4-9).
 
 The sweep runs in Rust on all cores, deterministic for a seed whatever the
 number of threads. Times are integer nanoseconds everywhere (arguments
@@ -113,6 +115,41 @@ def hypervisor_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:
     (``None``) says why in ``note``. Raises ``ValueError`` on a configuration
     the analysis does not cover."""
     return json.loads(_a.hypervisor_bounds(json.dumps(sim_config)))
+
+
+def model_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:
+    """Bounds of a lowered ``quest`` / ``quest-no-iovcpu`` / ``linux`` machine
+    (``LoadedModel.sim_config``): per CPU the interrupt load, QUEST-VCPU
+    Eq. 1 and each server's response; per task its response over its
+    server's supply, or ``None`` and the reason in ``note``; ``ok`` and
+    ``failures`` summarize. Raises ``ValueError`` on a bad configuration."""
+    return json.loads(_a.model_bounds(json.dumps(sim_config)))
+
+
+def fp_rta(tasks: Sequence[dict[str, int]], *, origin: str = "arrival",
+           ) -> list[tuple[int | None, str | None]]:
+    """Fixed-priority response-time analysis on one CPU (level-i busy period
+    with release jitter, arbitrary deadlines, every job of the window).
+
+    Each task is a dict with ``C``, ``T``, ``D`` (default ``T``), ``J``
+    (release jitter, default 0) and ``priority`` (higher is more urgent;
+    equal priorities interfere with each other), times in integer ns.
+    ``origin`` is ``"arrival"`` (a response from the job's own, jittered
+    arrival) or ``"release"`` (from its nominal release, Tindell's form).
+    Returns per task ``(bound, None)`` within its deadline, or ``(None,
+    reason)``."""
+    rows = []
+    for i, t in enumerate(tasks):
+        unknown = set(t) - {"C", "T", "D", "J", "priority"}
+        if unknown:
+            raise ValueError(f"tasks[{i}]: unknown key(s) {sorted(unknown)}; "
+                             "known: C, T, D, J, priority")
+        try:
+            rows.append((int(t["C"]), int(t["T"]), int(t.get("D", t["T"])), int(t.get("J", 0)),
+                         int(t["priority"])))
+        except KeyError as e:
+            raise ValueError(f"tasks[{i}]: missing {e.args[0]}") from None
+    return [tuple(r) for r in _a.fp_rta(rows, origin)]  # type: ignore[misc]
 
 
 def vint_sweep(

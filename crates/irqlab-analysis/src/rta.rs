@@ -121,7 +121,7 @@ pub enum NoBound {
     BusyPeriodUnbounded,
     #[error("a zero period: unbounded interference")]
     ZeroPeriod,
-    #[error("utilization {0:.4} above 1: the busy period never ends")]
+    #[error("utilization {0:.4} above the supply: the busy period never ends")]
     Overload(f64),
 }
 
@@ -166,6 +166,53 @@ pub fn analyse_terms(
     limit: u64,
     terms: Terms,
 ) -> Result<Rta, NoBound> {
+    analyse_supplied(me, hp, origin, limit, terms, &Supply::Full)
+}
+
+/// What the analysed task and its interferers run on.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Supply {
+    /// The whole CPU.
+    Full,
+    /// A periodic resource `theta` every `pi` (Shin & Lee), late by at
+    /// most `delay` more: at least `prm::sbf(pi, theta, t - delay)` in any
+    /// window `t` (`delay` 0 is the periodic resource model; a polling
+    /// server that lost its budget waits `delay = theta` longer).
+    Periodic { pi: u64, theta: u64, delay: u64 },
+}
+
+impl Supply {
+    /// Shortest window guaranteed to supply `x` (the inverse of the sbf).
+    pub fn time_to(&self, x: u64) -> u64 {
+        match *self {
+            Supply::Full => x,
+            Supply::Periodic { pi, theta, delay } => match x {
+                0 => 0,
+                _ => delay.saturating_add(crate::prm::time_to_supply(pi, theta, x)),
+            },
+        }
+    }
+    /// Long-run fraction of the CPU supplied.
+    pub fn rate(&self) -> f64 {
+        match *self {
+            Supply::Full => 1.0,
+            Supply::Periodic { pi, theta, .. } => theta as f64 / pi.max(1) as f64,
+        }
+    }
+}
+
+/// The busy-period analysis over a supply: the window of job `q` is the
+/// least fixed point of `w = supply.time_to((q + 1) C + sum demand(w))`
+/// (the request-bound function against the inverse supply-bound
+/// function). With `Supply::Full` this is `analyse_terms`.
+pub fn analyse_supplied(
+    me: Analysed,
+    hp: &[Interferer],
+    origin: Origin,
+    limit: u64,
+    terms: Terms,
+    supply: &Supply,
+) -> Result<Rta, NoBound> {
     if me.period == 0 {
         return Err(NoBound::ZeroPeriod);
     }
@@ -181,7 +228,7 @@ pub fn analyse_terms(
         .map(|i| i.cost as f64 / i.period.max(1) as f64)
         .sum::<f64>()
         + me.wcet as f64 / me.period as f64;
-    if u > 1.0 + 1e-9 {
+    if u > supply.rate() + 1e-9 {
         return Err(NoBound::Overload(u));
     }
     let (c, t) = (me.wcet, me.period);
@@ -207,7 +254,7 @@ pub fn analyse_terms(
             if response(q, w) > limit || w == u64::MAX {
                 return Err(NoBound::ExceedsLimit { job: q, limit });
             }
-            let next = work.saturating_add(demand(hp, w));
+            let next = supply.time_to(work.saturating_add(demand(hp, w)));
             if next == w {
                 break;
             }

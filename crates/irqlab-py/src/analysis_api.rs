@@ -3,7 +3,7 @@
 //! and the parallel VINT sweeps (the GIL is released while they run).
 
 use irqlab_analysis::gen::TableII;
-use irqlab_analysis::{quest, sweep, usb};
+use irqlab_analysis::{quest, rta, sweep, usb};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -63,6 +63,59 @@ fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
     let b =
         irqlab_sim::hypervisor_bounds(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
     serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Bounds of a `quest`, `quest-no-iovcpu` or `linux` configuration
+/// (`irqlab_sim::model_bounds`), JSON text in and out.
+#[pyfunction]
+fn model_bounds(config_json: &str) -> PyResult<String> {
+    let cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("simulation config: {e}")))?;
+    let b = irqlab_sim::model_bounds::model_bounds(&cfg)
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Fixed-priority RTA (`rta::fp_rta`): `tasks` = [(C, T, D, J, priority)]
+/// in ns, higher priority more urgent; `origin` "arrival" or "release".
+/// Returns per task (bound, None) or (None, reason).
+#[pyfunction]
+#[pyo3(signature = (tasks, origin="arrival"))]
+fn fp_rta(
+    tasks: Vec<(u64, u64, u64, u64, u32)>,
+    origin: &str,
+) -> PyResult<Vec<(Option<u64>, Option<String>)>> {
+    let origin = match origin {
+        "arrival" => rta::Origin::Arrival,
+        "release" => rta::Origin::Release,
+        o => {
+            return Err(PyValueError::new_err(format!(
+                "origin: {o:?} must be \"arrival\" or \"release\""
+            )))
+        }
+    };
+    let mut set = Vec::with_capacity(tasks.len());
+    for (i, &(wcet, period, deadline, jitter, prio)) in tasks.iter().enumerate() {
+        if period == 0 || wcet == 0 || deadline == 0 {
+            return Err(PyValueError::new_err(format!(
+                "tasks[{i}]: (C {wcet}, T {period}, D {deadline}): C, T and D must be positive"
+            )));
+        }
+        set.push(rta::FpTask {
+            wcet,
+            period,
+            deadline,
+            jitter,
+            prio,
+        });
+    }
+    Ok(rta::fp_rta(&set, origin)
+        .into_iter()
+        .map(|r| match r {
+            Ok(r) => (Some(r.response), None),
+            Err(e) => (None, Some(e.to_string())),
+        })
+        .collect())
 }
 
 fn pair(d: &Bound<'_, PyDict>, key: &str, default: (u64, u64)) -> PyResult<(u64, u64)> {
@@ -186,6 +239,8 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(usb_latency_bound, &m)?)?;
     m.add_function(wrap_pyfunction!(vint_sweep, &m)?)?;
     m.add_function(wrap_pyfunction!(hypervisor_bounds, &m)?)?;
+    m.add_function(wrap_pyfunction!(model_bounds, &m)?)?;
+    m.add_function(wrap_pyfunction!(fp_rta, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }

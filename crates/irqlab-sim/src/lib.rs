@@ -8,6 +8,7 @@
 //! field, the value and the rule.
 
 mod collect;
+pub mod arrival_bounds;
 pub mod config;
 mod cpu;
 mod devices;
@@ -19,6 +20,7 @@ pub mod machine;
 pub mod metrics;
 mod paths;
 mod program;
+pub mod model_bounds;
 mod supply;
 mod thread;
 pub mod trace;

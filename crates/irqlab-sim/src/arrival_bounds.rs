@@ -1,0 +1,255 @@
+//! Arrival bounds of a machine's interrupt sources, for the analysis of
+//! `quest`, `quest-no-iovcpu` and `linux` models (`model_bounds`): per
+//! device, the most top halves (and bottom halves) any window can hold, as
+//! `rta::Interferer`s `ceil((w + J) / T) * C`, or the reason there is no
+//! such bound.
+//!
+//! Design principles: only what the model guarantees counts -- a declared
+//! minimum inter-arrival time, a periodic or burst pattern, a trace's
+//! shortest gap, or the requests of the tasks that drive a device (a disk
+//! or USB endpoint completes only what a task asked for); a Poisson
+//! process or an endless request loop has no bound, and says so.
+
+use crate::config::{ArrivalCfg, DeviceKind, Phase, Release, SimConfig};
+use irqlab_analysis::rta::Interferer;
+
+/// "Never again" as a period: one arrival in total.
+pub const ONCE: u64 = u64::MAX / 4;
+
+/// The interrupt work of one device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Source {
+    pub device: usize,
+    /// CPU of the top half.
+    pub cpu: usize,
+    pub top_half: u64,
+    pub bottom_half: u64,
+    /// Arrivals: `(count per period, period, jitter)`; `Err` = why none.
+    pub arrivals: Result<(u64, u64, u64), String>,
+}
+
+impl Source {
+    /// The top halves (and, with `with_bottom`, the bottom halves) as
+    /// interference.
+    pub fn interferer(&self, with_bottom: bool) -> Option<Interferer> {
+        let (n, t, j) = self.arrivals.as_ref().ok()?;
+        let cost = self.top_half + if with_bottom { self.bottom_half } else { 0 };
+        Some(Interferer::new(n.saturating_mul(cost), *t, *j))
+    }
+    /// The bottom halves alone.
+    pub fn bottom_halves(&self) -> Option<Interferer> {
+        let (n, t, j) = self.arrivals.as_ref().ok()?;
+        Some(Interferer::new(n.saturating_mul(self.bottom_half), *t, *j))
+    }
+}
+
+/// How many requests to `device` one run of `program` makes (`None`:
+/// unbounded, an endless loop).
+pub fn requests(program: &[Phase], device: usize) -> Option<u64> {
+    let mut n = 0u64;
+    for p in program {
+        n = n.saturating_add(match p {
+            Phase::Io { device: d } if *d == device => 1,
+            Phase::Loop { count, body } => {
+                let k = requests(body, device)?;
+                match count {
+                    Some(c) => k.saturating_mul(*c),
+                    None if k == 0 => 0,
+                    None => return None,
+                }
+            }
+            _ => 0,
+        });
+    }
+    Some(n)
+}
+
+/// Arrivals of a device completed only on request: every task's requests
+/// (a periodic task's `n` requests per job fall within its deadline, a
+/// one-shot task's are counted once).
+fn requested(cfg: &SimConfig, device: usize) -> Result<(u64, u64, u64), String> {
+    let mut out: Option<(u64, u64, u64)> = None;
+    let mut total_once = 0u64;
+    for t in &cfg.tasks {
+        let n = requests(&t.program, device).ok_or_else(|| {
+            format!(
+                "task {} requests it in an endless loop: no arrival bound",
+                t.name
+            )
+        })?;
+        if n == 0 {
+            continue;
+        }
+        match t.release {
+            Release::Periodic {
+                period, deadline, ..
+            } => {
+                if out.is_some() {
+                    return Err("more than one periodic task requests it (not covered)".into());
+                }
+                let d = deadline.unwrap_or(period);
+                out = Some((n, period, d));
+            }
+            Release::Once { .. } => total_once = total_once.saturating_add(n),
+        }
+    }
+    match (out, total_once) {
+        (Some(_), k) if k > 0 => {
+            Err("periodic and one-shot tasks both request it (not covered)".into())
+        }
+        (Some(x), _) => Ok(x),
+        (None, k) => Ok((k, ONCE, 0)),
+    }
+}
+
+/// The arrival bound of a NIC's packets.
+fn nic(arrival: &ArrivalCfg) -> Result<(u64, u64, u64), String> {
+    match arrival {
+        ArrivalCfg::Periodic { interval, .. } if *interval > 0 => Ok((1, *interval, 0)),
+        // `count` packets `gap` apart every `every`: the bursts overlapping
+        // a window w start within w + (count - 1) gap of each other
+        ArrivalCfg::Burst {
+            count, gap, every, ..
+        } if *every > 0 => Ok((*count, *every, count.saturating_sub(1) * gap)),
+        ArrivalCfg::Trace { times } => {
+            let mut v = times.clone();
+            v.sort_unstable();
+            let gap = v.windows(2).map(|w| w[1] - w[0]).min();
+            match gap {
+                None => Ok((v.len() as u64, ONCE, 0)),
+                Some(0) => Err("two trace arrivals at the same instant".into()),
+                Some(g) => Ok((1, g, 0)),
+            }
+        }
+        ArrivalCfg::PingFlood { rtt, interval, .. } if (*rtt).min(*interval) > 0 => {
+            Ok((1, (*rtt).min(*interval), 0))
+        }
+        ArrivalCfg::Poisson { .. } => {
+            Err("Poisson arrivals have no minimum inter-arrival time".into())
+        }
+        _ => Err("a zero inter-arrival time".into()),
+    }
+}
+
+/// Every device's interrupt work and arrival bound.
+pub fn sources(cfg: &SimConfig) -> Vec<Source> {
+    cfg.devices
+        .iter()
+        .enumerate()
+        .map(|(d, dev)| {
+            let (cpu, top, bottom, arrivals) = match &dev.kind {
+                DeviceKind::Generic {
+                    min_interarrival,
+                    isr,
+                    dsr,
+                    ..
+                } => (
+                    dev.cpu,
+                    *isr,
+                    *dsr,
+                    if *min_interarrival > 0 {
+                        Ok((1, *min_interarrival, 0))
+                    } else {
+                        Err("a zero minimum inter-arrival time".into())
+                    },
+                ),
+                DeviceKind::Nic {
+                    arrival,
+                    top_half,
+                    bottom_half,
+                    ..
+                } => (dev.cpu, *top_half, *bottom_half, nic(arrival)),
+                // one request at a time (FIFO): completions `latency` apart
+                DeviceKind::Disk {
+                    latency,
+                    top_half,
+                    per_sector,
+                    sectors,
+                    ..
+                } => (
+                    dev.cpu,
+                    *top_half,
+                    per_sector.saturating_mul(*sectors),
+                    if *latency > 0 {
+                        Ok((1, *latency, 0))
+                    } else {
+                        requested(cfg, d)
+                    },
+                ),
+                DeviceKind::Usb {
+                    controller,
+                    omega_io,
+                    kfree,
+                    echo_of,
+                    ..
+                } => {
+                    let x = cfg.xhci.get(*controller);
+                    let arrivals = if echo_of.is_some() {
+                        Err("an echo endpoint completes when data comes back (not covered)".into())
+                    } else {
+                        requested(cfg, d)
+                    };
+                    (
+                        x.map_or(dev.cpu, |x| x.cpu),
+                        x.map_or(0, |x| x.top_half),
+                        omega_io + kfree,
+                        arrivals,
+                    )
+                }
+            };
+            Source {
+                device: d,
+                cpu,
+                top_half: top,
+                bottom_half: bottom,
+                arrivals,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nic_bounds() {
+        let burst = ArrivalCfg::Burst {
+            count: 4,
+            gap: 10,
+            every: 1000,
+            start: 0,
+            stop: None,
+        };
+        assert_eq!(nic(&burst), Ok((4, 1000, 30)));
+        let trace = ArrivalCfg::Trace {
+            times: vec![50, 10, 35],
+        };
+        assert_eq!(nic(&trace), Ok((1, 15, 0)));
+        let p = ArrivalCfg::Poisson {
+            rate_per_s: 1.0,
+            start: 0,
+            stop: None,
+        };
+        assert!(nic(&p).is_err());
+    }
+
+    #[test]
+    fn request_counts() {
+        let prog = vec![
+            Phase::Io { device: 1 },
+            Phase::Loop {
+                count: Some(3),
+                body: vec![Phase::Io { device: 1 }, Phase::Io { device: 2 }],
+            },
+        ];
+        assert_eq!(requests(&prog, 1), Some(4));
+        assert_eq!(requests(&prog, 2), Some(3));
+        let endless = vec![Phase::Loop {
+            count: None,
+            body: vec![Phase::Io { device: 1 }],
+        }];
+        assert_eq!(requests(&endless, 1), None);
+        assert_eq!(requests(&endless, 2), Some(0));
+    }
+}
