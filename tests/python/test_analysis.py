@@ -80,10 +80,11 @@ def test_vint_case_throughput(tmp_path: Path) -> None:
     assert base[-1] == pytest.approx(3 * base[0], rel=0.02)
 
 
-def _analyze(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[dict, str]:
+def _analyze(name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+             status: int = 0) -> tuple[dict, str]:
     """`irqlab analyze` on a shipped scenario: CPU 0's bounds and the text."""
     out = tmp_path / "bounds.json"
-    assert main(["analyze", str(scenario_path(name)), "--json", str(out)]) == 0
+    assert main(["analyze", str(scenario_path(name)), "--json", str(out)]) == status
     return json.loads(out.read_text())["hypervisor"]["cpus"][0], capsys.readouterr().out
 
 
@@ -119,9 +120,10 @@ def test_analyze_hypervisor_without_vint(tmp_path: Path,
     text = scenario_path("vint-analysis").read_text().replace(", vint: {}", "")
     model = tmp_path / "novint.yaml"
     model.write_text(text)
-    assert main(["analyze", str(model)]) == 0
+    assert main(["analyze", str(model)]) == 1
     out = capsys.readouterr().out
     assert "vi                 no vINT, Eq. 5+8: - vs 1.000ms -> NOT serviceable" in out
+    assert "verdict: FAILS" in out
     assert "Eq. 5 + 8 exceeds the minimum inter-arrival time" in out
 
 
@@ -155,8 +157,8 @@ def test_analyze_flow_across_cpus(tmp_path: Path, capsys: pytest.CaptureFixture[
 def test_analyze_vint_case_study(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The case study's pseudo-VCPU (2 ms / 10 ms) is below what Eq. 1 asks for
     at the declared 100 us minimum inter-arrival time: no bound, and the
-    reason is printed."""
-    cpu, text = _analyze("vint-case", tmp_path, capsys)
+    reason is printed (exit 1)."""
+    cpu, text = _analyze("vint-case", tmp_path, capsys, status=1)
     assert {s["name"]: s["response"] for s in cpu["servers"]} == {"vnic.pseudo": 2_015_000,
                                                                    "v1": 6_035_000}
     assert "NOT serviceable (pseudo-VCPU budget 2ms below the 4560us" in text
@@ -165,12 +167,99 @@ def test_analyze_vint_case_study(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_analyze_other_paths_and_bad_input(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """Non-hypervisor models keep QUEST-VCPU Eq. 1; a bad model exits 2
+    """Non-hypervisor models keep QUEST-VCPU Eq. 1 (quest-table1 has a CD
+    reader in an endless loop: no bound for it, exit 1); a bad model exits 2
     naming the field."""
-    assert main(["analyze", str(scenario_path("quest-table1"))]) == 0
-    assert "QUEST-VCPU Eq. 1" in capsys.readouterr().out
+    assert main(["analyze", str(scenario_path("quest-table1"))]) == 1
+    out = capsys.readouterr().out
+    assert "QUEST-VCPU Eq. 1" in out and "VCPU1.cd-reader: no bound: not periodic" in out
     bad = scenario_path("vint-analysis").read_text().replace("budget: 3ms", "budget: -3ms", 1)
     model = tmp_path / "bad.yaml"
     model.write_text(bad)
     assert main(["analyze", str(model)]) == 2
     assert "budget" in capsys.readouterr().err
+
+
+def _model(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "model.yaml"
+    p.write_text(text)
+    return p
+
+
+HUNGRY = """machine: {cpus: 1, path: quest}
+simulation: {duration: 1s, seed: 0}
+vcpus:
+  - {name: main, policy: sporadic, budget: 1ms, period: 5ms}
+tasks:
+  - {name: hungry, vcpu: main, period: 5ms, program: [{compute: 2ms}]}
+"""
+
+STORM = """machine: {cpus: 1, path: quest}
+simulation: {duration: 20ms, seed: 0}
+vcpus:
+  - {name: main, policy: sporadic, budget: 1ms, period: 5ms}
+  - {name: io, kind: io, policy: pibs, utilization: 10%, io_class: dev}
+classes: [{name: dev, consumer: ctl}]
+tasks:
+  - {name: ctl, vcpu: main, period: 5ms, program: [{compute: 100us}]}
+devices:
+  - {name: storm, kind: generic, class: dev, min_interarrival: 1us, isr: 2us, dsr: 1us}
+"""
+
+
+def test_issue_examples_fail_with_a_reason(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """The two examples of issue 14 exit 1 with the reason: a 2 ms task in a
+    1 ms / 5 ms Main VCPU (the simulator misses 199 of 201 deadlines), and a
+    2 us ISR every 1 us (check warns too)."""
+    model = _model(tmp_path, HUNGRY)
+    out = tmp_path / "b.json"
+    assert main(["analyze", str(model), "--json", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "task hungry: exceeds its deadline (utilization 0.4000 above the supply" in text
+    verdict = json.loads(out.read_text())["verdict"]
+    assert not verdict["ok"] and len(verdict["failures"]) == 1
+    m = simulate(load(model).sim_config).metrics
+    assert m["tasks"][0]["deadline_misses"] >= 199
+    storm = _model(tmp_path, STORM)
+    assert main(["analyze", str(storm)]) == 1
+    text = capsys.readouterr().out
+    assert "the interrupt load alone is 200% of the CPU: it starves every task" in text
+    assert main(["check", str(storm)]) == 0
+    assert "warning: cpu 0: the interrupt load alone is 200% of the CPU (storm)" in (
+        capsys.readouterr().out)
+
+
+def test_analyze_quest_task_over_the_server_supply(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A task that fits: 300 us every 5 ms in the 1 ms / 5 ms VCPU. By hand,
+    FP RTA over sbf(5 ms, 1 ms): the 8 ms blackout then 300 us: 8.3 ms, above
+    the 5 ms deadline -- while the simulation (synchronous release) gives
+    300 us. With a 10 ms deadline it passes, exit 0, slack 1.7 ms."""
+    text = HUNGRY.replace("compute: 2ms", "compute: 300us")
+    assert main(["analyze", str(_model(tmp_path, text))]) == 1
+    capsys.readouterr()
+    text = text.replace("period: 5ms, program", "period: 10ms, program")
+    out = tmp_path / "b.json"
+    assert main(["analyze", str(_model(tmp_path, text)), "--json", str(out)]) == 0
+    (task,) = json.loads(out.read_text())["model"]["tasks"]
+    assert (task["response"], task["deadline"]) == (8_300_000, 10_000_000)
+    assert "slack 1.700ms" in capsys.readouterr().out
+
+
+def test_fp_rta_from_python() -> None:
+    """The issue-14 example: 551 ns from the arrival, 741 ns from the
+    nominal release; deadline 501 ns: no bound, with the reason."""
+    from irqlab.analysis import fp_rta
+    tasks = [{"C": 26, "T": 75, "priority": 4}, {"C": 10, "T": 121, "priority": 3},
+             {"C": 21, "T": 362, "J": 178, "priority": 2},
+             {"C": 215, "T": 596, "D": 1000, "J": 262, "priority": 1}]
+    assert [b for b, _ in fp_rta(tasks)] == [26, 36, 57, 551]
+    assert fp_rta(tasks, origin="release")[3] == (741, None)
+    tasks[3]["D"] = 501
+    bound, why = fp_rta(tasks)[3]
+    assert bound is None and "exceeds 501 ns" in (why or "")
+    with pytest.raises(ValueError, match="unknown key"):
+        fp_rta([{"C": 1, "T": 2, "prio": 1}])
+    with pytest.raises(ValueError, match="origin"):
+        fp_rta(tasks, origin="nominal")

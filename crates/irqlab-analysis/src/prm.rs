@@ -116,6 +116,7 @@ mod tests {
         let s = Supply::Periodic {
             pi: 5 * MS,
             theta: MS,
+            delay: 0,
         };
         let r = analyse_supplied(
             Analysed::new(2 * MS, 5 * MS, 0),

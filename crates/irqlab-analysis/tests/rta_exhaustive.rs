@@ -17,11 +17,15 @@ use proptest::prelude::*;
 
 /// `(C, T, J)`, highest priority first.
 type Set = Vec<(u64, u64, u64)>;
+/// Per task, its jobs' (arrival, nominal release).
+type Arrivals = [Vec<(u64, u64)>];
+/// What to do with each arrival pattern.
+type Visit<'a> = &'a mut dyn FnMut(&Arrivals);
 
 /// Unit-step preemptive FP schedule of `arrivals[k]` = (arrival, nominal
 /// release) per task (sorted); returns, for the last task, the largest
 /// response from the arrival and from the nominal release.
-fn schedule(set: &Set, arrivals: &[Vec<(u64, u64)>]) -> (u64, u64) {
+fn schedule(set: &Set, arrivals: &Arrivals) -> (u64, u64) {
     let n = set.len();
     let mut next = vec![0usize; n]; // next job not yet arrived
     let mut queue: Vec<std::collections::VecDeque<(u64, u64, u64)>> = vec![Default::default(); n];
@@ -65,14 +69,8 @@ fn schedule(set: &Set, arrivals: &[Vec<(u64, u64)>]) -> (u64, u64) {
 /// Every arrival sequence with nominal releases in `[0, horizon)`: the
 /// last (analysed) task at phase 0, the others at every phase in
 /// `[0, T)`, every job at every jitter in `[0, J]`; calls `f` on each.
-fn for_each_pattern(set: &Set, horizon: u64, f: &mut dyn FnMut(&[Vec<(u64, u64)>])) {
-    fn task(
-        set: &Set,
-        horizon: u64,
-        k: usize,
-        acc: &mut Vec<Vec<(u64, u64)>>,
-        f: &mut dyn FnMut(&[Vec<(u64, u64)>]),
-    ) {
+fn for_each_pattern(set: &Set, horizon: u64, f: Visit) {
+    fn task(set: &Set, horizon: u64, k: usize, acc: &mut Vec<Vec<(u64, u64)>>, f: Visit) {
         if k == set.len() {
             f(acc);
             return;

@@ -3,11 +3,16 @@
 //!
 //! Design principles:
 //! * One replenishment `V_r`, an eligibility time `V_e` advanced by
-//!   `V_u / V_U` exactly: the fraction of a nanosecond that rounding `V_e`
-//!   up adds is carried to the next advance, so after any number of steps
-//!   `V_e` is the exact rational sum rounded up once (never eligible early,
-//!   never more than 1 ns late, no drift); `C_max = V_T * V_U` with `V_T`
-//!   inherited from the Main VCPU being served.
+//!   `ceil(V_u / V_U)` (exact rational arithmetic, rounded up at each
+//!   advance so the server is never eligible early). The rounding is not
+//!   carried: after `k` advances since `V_e` last caught up with the clock,
+//!   `V_e` lies less than `k` ns after the exact rational sum (and never
+//!   before it), so an I/O VCPU gets slightly less than `U`, never more.
+//!   Carrying the remainder (exact to the nanosecond) was tried: it breaks
+//!   the integer `(2 - U) U W` window bound of QUEST-VCPU Eq. 3 by 1 ns
+//!   (`tests/properties.rs`, `pibs_alone_bounds`), so the rounding stays.
+//!   `C_max = V_T * V_U` with `V_T` inherited from the Main VCPU being
+//!   served.
 //! * Inheritance mode is explicit: `Paper` is Alg. 10 (keep the highest
 //!   inherited priority until the server blocks); `Strict` is the "stricter
 //!   approach" of QUEST-VCPU §2.1 -- when service for one Main VCPU ends
@@ -40,11 +45,8 @@ pub struct Pibs {
     budget: Nanos,
     /// `V_u`.
     usage: Nanos,
-    /// `V_e`, rounded up to the nanosecond.
+    /// `V_e`.
     eligibility: Nanos,
-    /// How much the rounding added, in units of `1 / num` ns (`< num`):
-    /// the exact `V_e` is `eligibility - carry / num`.
-    carry: u64,
     /// `V_r`: (time, amount) when valid.
     repl: Option<(Nanos, Nanos)>,
     budgeted: bool,
@@ -69,7 +71,6 @@ impl Pibs {
             budget: Nanos::ZERO,
             usage: Nanos::ZERO,
             eligibility: Nanos::ZERO,
-            carry: 0,
             repl: None,
             budgeted: false,
             waiters: BTreeMap::new(),
@@ -132,27 +133,6 @@ impl Pibs {
     }
 }
 
-impl Pibs {
-    /// `V_e += V_u / V_U` exactly: in units of `1 / num` ns the exact
-    /// advance is `V_u * den`, of which `carry` was already added by the
-    /// last rounding; round the rest up and carry the excess.
-    fn advance_eligibility(&mut self) {
-        let (num, den) = (
-            self.utilization.num() as u128,
-            self.utilization.den() as u128,
-        );
-        let exact = self.usage.as_ns() as u128 * den;
-        let carry = self.carry as u128;
-        if exact <= carry {
-            self.carry = (carry - exact) as u64;
-            return;
-        }
-        let step = (exact - carry).div_ceil(num);
-        self.carry = (step * num - (exact - carry)) as u64;
-        self.eligibility += Nanos(step.min(u64::MAX as u128) as u64);
-    }
-}
-
 impl ServerPolicy for Pibs {
     /// Alg. 7 `IO-VCPU-end-of-timeslice`.
     fn end_timeslice(&mut self, _now: Nanos, used: Nanos, runnable: bool) {
@@ -160,7 +140,7 @@ impl ServerPolicy for Pibs {
         self.usage += used;
         if !runnable || self.budget.is_zero() {
             // Line 5: V_e += V_u / V_U.
-            self.advance_eligibility();
+            self.eligibility += self.utilization.div_ceil(self.usage);
             let c_max = self.c_max();
             // Lines 6-9.
             match self.repl.as_mut() {
@@ -210,7 +190,6 @@ impl ServerPolicy for Pibs {
         // Lines 3-4: an inactive I/O VCPU's eligibility catches up with now.
         if !ctx.running && self.eligibility < now {
             self.eligibility = now;
-            self.carry = 0;
         }
         let c_max = self.c_max();
         match self.repl.as_mut() {

@@ -8,7 +8,10 @@
 //! minimum inter-arrival time, a periodic or burst pattern, a trace's
 //! shortest gap, or the requests of the tasks that drive a device (a disk
 //! or USB endpoint completes only what a task asked for); a Poisson
-//! process or an endless request loop has no bound, and says so.
+//! process or an endless request loop has no bound, and says so. Also the
+//! task and class facts the bounds need: which tasks are periodic compute
+//! or background, the longest period a PIBS I/O VCPU may inherit, and the
+//! bottom halves charged to a Main VCPU on `quest-no-iovcpu`.
 
 use crate::config::{ArrivalCfg, DeviceKind, Phase, Release, SimConfig};
 use irqlab_analysis::rta::Interferer;
@@ -205,6 +208,98 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                 arrivals,
             }
         })
+        .collect()
+}
+
+/// A periodic task that only computes: `(wcet, period, deadline)`.
+pub fn compute_only(release: &Release, program: &[Phase]) -> Result<(u64, u64, u64), &'static str> {
+    fn wcet(p: &[Phase]) -> Result<u64, &'static str> {
+        p.iter().try_fold(0u64, |acc, ph| {
+            Ok(acc.saturating_add(match ph {
+                Phase::Compute { ns } => *ns,
+                Phase::Bind { .. } => 0,
+                Phase::Loop {
+                    count: Some(c),
+                    body,
+                } => wcet(body)?.saturating_mul(*c),
+                Phase::Loop { count: None, .. } => return Err("an endless loop"),
+                Phase::Io { .. } => {
+                    return Err(
+                        "blocking I/O: the response includes the device's time (see the \
+                                I/O bounds)",
+                    )
+                }
+                Phase::Sleep { .. } => return Err("a sleep inside the job"),
+            }))
+        })
+    }
+    match release {
+        Release::Periodic {
+            period, deadline, ..
+        } => Ok((wcet(program)?, *period, deadline.unwrap_or(*period))),
+        Release::Once { .. } => Err("not periodic"),
+    }
+}
+
+/// Runs whenever nothing above it in its server does, forever.
+pub fn is_background(release: &Release, program: &[Phase]) -> bool {
+    matches!(release, Release::Once { .. })
+        && matches!(program, [Phase::Loop { count: None, body }]
+            if !body.iter().any(|p| matches!(p, Phase::Io { .. } | Phase::Sleep { .. })))
+}
+
+/// The longest period a PIBS I/O VCPU `s` may inherit: the Main VCPUs of
+/// the tasks that use its classes (consumers and requesters).
+pub fn served_period(cfg: &SimConfig, s: usize) -> u64 {
+    let classes: Vec<usize> = (0..cfg.classes.len())
+        .filter(|&k| cfg.classes[k].iovcpu == Some(s))
+        .collect();
+    let mut t = 0u64;
+    for (ti, task) in cfg.tasks.iter().enumerate() {
+        let uses = classes.iter().any(|&k| {
+            cfg.classes[k].consumer == Some(ti)
+                || cfg
+                    .devices
+                    .iter()
+                    .enumerate()
+                    .any(|(d, dev)| dev.class == k && requests(&task.program, d) != Some(0))
+        });
+        if uses {
+            if let Some((_, p, _, _)) =
+                crate::model_bounds::budget_of(&cfg.servers[task.server].policy)
+            {
+                t = t.max(p);
+            }
+        }
+    }
+    t
+}
+
+/// `quest-no-iovcpu`: the bottom halves that run in server `s` (those of
+/// the classes whose consumer, or first requester, is in it).
+pub fn bottom_halves_in(cfg: &SimConfig, s: usize, sources: &[Source]) -> Vec<Interferer> {
+    sources
+        .iter()
+        .filter(|src| {
+            let class = cfg.devices[src.device].class;
+            let home = cfg
+                .classes
+                .get(class)
+                .and_then(|k| k.consumer)
+                .map(|t| cfg.tasks[t].server)
+                .or_else(|| {
+                    cfg.tasks
+                        .iter()
+                        .find(|t| {
+                            cfg.devices.iter().enumerate().any(|(d, dev)| {
+                                dev.class == class && requests(&t.program, d) != Some(0)
+                            })
+                        })
+                        .map(|t| t.server)
+                });
+            home == Some(s)
+        })
+        .filter_map(|src| src.bottom_halves())
         .collect()
 }
 

@@ -15,6 +15,7 @@ mod devices;
 mod engine;
 pub mod error;
 pub mod hypervisor_bounds;
+mod hypervisor_inputs;
 pub mod lower;
 pub mod machine;
 pub mod metrics;

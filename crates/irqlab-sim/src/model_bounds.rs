@@ -35,8 +35,10 @@
 //! Design principles: the equations live in `irqlab_analysis`; this module
 //! maps the configuration onto them and never invents a bound.
 
-use crate::arrival_bounds::{self, Source};
-use crate::config::{InterruptPath, Phase, PolicyCfg, Release, SimConfig};
+use crate::arrival_bounds::{
+    self, bottom_halves_in, compute_only, is_background, served_period, Source,
+};
+use crate::config::{InterruptPath, PolicyCfg, SimConfig};
 use crate::SimError;
 use irqlab_analysis::quest;
 use irqlab_analysis::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
@@ -135,7 +137,7 @@ fn fp_key(p: &PolicyCfg, rank: Option<u64>) -> Option<u64> {
 }
 
 /// `(budget, period, interference jitter)` of a budgeted server.
-fn budget_of(p: &PolicyCfg) -> Option<(u64, u64, u64, &'static str)> {
+pub(crate) fn budget_of(p: &PolicyCfg) -> Option<(u64, u64, u64, &'static str)> {
     match *p {
         PolicyCfg::Sporadic { budget, period, .. } => Some((budget, period, 0, "sporadic")),
         PolicyCfg::Deferrable { budget, period } => {
@@ -149,43 +151,6 @@ fn budget_of(p: &PolicyCfg) -> Option<(u64, u64, u64, &'static str)> {
         }
         _ => None,
     }
-}
-
-/// A periodic task that only computes: `(wcet, period, deadline)`.
-fn compute_only(release: &Release, program: &[Phase]) -> Result<(u64, u64, u64), &'static str> {
-    fn wcet(p: &[Phase]) -> Result<u64, &'static str> {
-        p.iter().try_fold(0u64, |acc, ph| {
-            Ok(acc.saturating_add(match ph {
-                Phase::Compute { ns } => *ns,
-                Phase::Bind { .. } => 0,
-                Phase::Loop {
-                    count: Some(c),
-                    body,
-                } => wcet(body)?.saturating_mul(*c),
-                Phase::Loop { count: None, .. } => return Err("an endless loop"),
-                Phase::Io { .. } => {
-                    return Err(
-                        "blocking I/O: the response includes the device's time (see the \
-                                I/O bounds)",
-                    )
-                }
-                Phase::Sleep { .. } => return Err("a sleep inside the job"),
-            }))
-        })
-    }
-    match release {
-        Release::Periodic {
-            period, deadline, ..
-        } => Ok((wcet(program)?, *period, deadline.unwrap_or(*period))),
-        Release::Once { .. } => Err("not periodic"),
-    }
-}
-
-/// Runs whenever nothing above it in its server does, forever.
-fn is_background(release: &Release, program: &[Phase]) -> bool {
-    matches!(release, Release::Once { .. })
-        && matches!(program, [Phase::Loop { count: None, body }]
-            if !body.iter().any(|p| matches!(p, Phase::Io { .. } | Phase::Sleep { .. })))
 }
 
 /// The bounds of a `quest`, `quest-no-iovcpu` or `linux` configuration.
@@ -633,56 +598,4 @@ fn cpu_bounds(
         },
         rows,
     )
-}
-
-/// The longest period a PIBS I/O VCPU `s` may inherit: the Main VCPUs of
-/// the tasks that use its classes (consumers and requesters).
-fn served_period(cfg: &SimConfig, s: usize) -> u64 {
-    let classes: Vec<usize> = (0..cfg.classes.len())
-        .filter(|&k| cfg.classes[k].iovcpu == Some(s))
-        .collect();
-    let mut t = 0u64;
-    for (ti, task) in cfg.tasks.iter().enumerate() {
-        let uses = classes.iter().any(|&k| {
-            cfg.classes[k].consumer == Some(ti)
-                || cfg.devices.iter().enumerate().any(|(d, dev)| {
-                    dev.class == k && arrival_bounds::requests(&task.program, d) != Some(0)
-                })
-        });
-        if uses {
-            if let Some((_, p, _, _)) = budget_of(&cfg.servers[task.server].policy) {
-                t = t.max(p);
-            }
-        }
-    }
-    t
-}
-
-/// `quest-no-iovcpu`: the bottom halves that run in server `s` (those of
-/// the classes whose consumer, or first requester, is in it).
-fn bottom_halves_in(cfg: &SimConfig, s: usize, sources: &[Source]) -> Vec<Interferer> {
-    sources
-        .iter()
-        .filter(|src| {
-            let class = cfg.devices[src.device].class;
-            let home = cfg
-                .classes
-                .get(class)
-                .and_then(|k| k.consumer)
-                .map(|t| cfg.tasks[t].server)
-                .or_else(|| {
-                    cfg.tasks
-                        .iter()
-                        .find(|t| {
-                            cfg.devices.iter().enumerate().any(|(d, dev)| {
-                                dev.class == class
-                                    && arrival_bounds::requests(&t.program, d) != Some(0)
-                            })
-                        })
-                        .map(|t| t.server)
-                });
-            home == Some(s)
-        })
-        .filter_map(|src| src.bottom_halves())
-        .collect()
 }

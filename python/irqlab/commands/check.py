@@ -11,6 +11,7 @@ from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
 
+from irqlab.analysis import model_bounds
 from irqlab.model import load
 
 
@@ -78,6 +79,19 @@ def run(args: argparse.Namespace) -> int:
     devices = ", ".join(f"{d['name']} ({d['kind']})" for d in model["devices"])
     print(f"  devices: {devices or '-'}")
     print(f"  I/O classes: {', '.join(c['name'] for c in cfg['classes']) or '-'}")
-    for w in m.warnings:
+    for w in m.warnings + interrupt_load_warnings(cfg):
         print(f"  warning: {w}")
     return 0
+
+
+def interrupt_load_warnings(cfg: dict) -> list[str]:
+    """A warning per CPU whose interrupt work alone (top halves at their
+    declared arrival bound; on linux bottom halves too) exceeds the CPU."""
+    out = []
+    for c in model_bounds(cfg)["cpus"]:
+        load = c["interrupt_load"]
+        if load is not None and load > 1.0:
+            devices = ", ".join(x["device"] for x in c["interrupts"])
+            out.append(f"cpu {c['cpu']}: the interrupt load alone is {load * 100:.0f}% of the CPU "
+                       f"({devices}): every task on it starves")
+    return out
