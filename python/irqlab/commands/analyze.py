@@ -143,8 +143,13 @@ def model_report(cfg: dict[str, Any]) -> dict[str, Any]:
               + (f"{load * 100:.2f}%" if load is not None else "unbounded"))
         for x in c["interrupts"]:
             arr = x["arrivals"]
-            every = (f"{arr[0]} every {fmt(arr[1])}" + (f" (jitter {fmt(arr[2])})" if arr[2] else "")
-                     if arr else f"no arrival bound: {x['note']}")
+            if arr and arr[1] >= 1 << 61:  # arrival_bounds::ONCE
+                every = f"{arr[0]} in total"
+            elif arr:
+                every = f"{arr[0]} every {fmt(arr[1])}" + (
+                    f" (jitter {fmt(arr[2])})" if arr[2] else "")
+            else:
+                every = f"no arrival bound: {x['note']}"
             print(f"    {x['device']:<18} top half {fmt(x['top_half'])}, bottom half "
                   f"{fmt(x['bottom_half'])}: {every}")
         if c["note"]:
