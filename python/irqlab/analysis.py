@@ -1,5 +1,5 @@
 """The analyses from Python (``irqlab._native.analysis``): the fixed-priority
-RTA (``fp_rta``), QUEST-VCPU Eq. 1, USB-DIFFSERV Eq. 1-3 and Eq. 4-8, the
+RTA (``fp_rta``), the UUniFast generator, QUEST-VCPU Eq. 1, USB-DIFFSERV Eq. 1-3 and Eq. 4-8, the
 bounds of a quest / quest-no-iovcpu / linux machine (``model_bounds``), the
 VINT Eq. 3-8 bounds of a hypervisor machine, and the VINT sweeps (Figures
 4-9).
@@ -105,6 +105,9 @@ def bounds(model: LoadedModel | dict[str, Any]) -> dict[str, Any]:
                 "task": t["name"], "device": dev["name"], "latency_bound_ns": lat,
                 "throughput_bound_bytes_per_s": dev.get("bytes", 512) / (lat / NS)})
     return result
+
+
+uunifast = _a.uunifast  # (n, total, seed=0) -> n utilizations summing to total
 
 
 def hypervisor_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:

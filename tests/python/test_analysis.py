@@ -263,3 +263,12 @@ def test_fp_rta_from_python() -> None:
         fp_rta([{"C": 1, "T": 2, "prio": 1}])
     with pytest.raises(ValueError, match="origin"):
         fp_rta(tasks, origin="nominal")
+
+
+def test_uunifast_from_python() -> None:
+    from irqlab.analysis import uunifast
+    u = uunifast(10, 0.8, seed=3)
+    assert len(u) == 10 and abs(sum(u) - 0.8) < 1e-9 and min(u) >= 0
+    assert u == uunifast(10, 0.8, seed=3) and u != uunifast(10, 0.8, seed=4)
+    with pytest.raises(ValueError, match="positive finite total"):
+        uunifast(3, -1.0)

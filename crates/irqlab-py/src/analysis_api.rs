@@ -118,6 +118,23 @@ fn fp_rta(
         .collect())
 }
 
+/// UUniFast (`gen::uunifast`): `n` utilizations summing to `total`,
+/// deterministic for `seed`.
+#[pyfunction]
+#[pyo3(signature = (n, total, seed=0))]
+fn uunifast(n: usize, total: f64, seed: u64) -> PyResult<Vec<f64>> {
+    if n == 0 || n > 1_000_000 || !(total > 0.0 && total.is_finite()) {
+        return Err(PyValueError::new_err(format!(
+            "uunifast(n {n}, total {total}): need 1 <= n <= 1000000 and a positive finite total"
+        )));
+    }
+    Ok(irqlab_analysis::gen::uunifast(
+        &mut irqlab_analysis::gen::Rng::new(seed),
+        n,
+        total,
+    ))
+}
+
 fn pair(d: &Bound<'_, PyDict>, key: &str, default: (u64, u64)) -> PyResult<(u64, u64)> {
     match d.get_item(key)? {
         Some(v) => {
@@ -241,6 +258,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(hypervisor_bounds, &m)?)?;
     m.add_function(wrap_pyfunction!(model_bounds, &m)?)?;
     m.add_function(wrap_pyfunction!(fp_rta, &m)?)?;
+    m.add_function(wrap_pyfunction!(uunifast, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }
