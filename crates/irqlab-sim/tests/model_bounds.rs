@@ -11,14 +11,15 @@
 //! analysis bounds has no simulated response above its bound. Each batch
 //! must bound a fair share of its tasks, or the check says little.
 //!
-//! `server_tasks_within_bounds` is ignored for now: when a server is out of
-//! budget (or, deferrable / polling / CBS, waits for its period boundary)
-//! while its CPU idles, the simulator does not call the core back at the
-//! replenishment and the server stays stalled until the next release or
-//! interrupt -- a task of a 90 us / 300 us sporadic server then waits 1.5
-//! ms. Found by this test; outside this crate (reported). Run it with
-//! `--ignored` once fixed. `fifo_tasks_within_bounds` has no budgets and
-//! runs.
+//! `server_tasks_within_bounds` is ignored for now: a server that is out of
+//! budget (sporadic) or waits for its period boundary (deferrable, polling)
+//! or its replenishment (CBS) with a job pending is not dispatched when the
+//! budget comes back; it runs again only at the next release or interrupt
+//! on its CPU (a lower-priority thread running meanwhile does not help). A
+//! 50 us task of a 90 us / 300 us sporadic server, bounded at 725 us, then
+//! waits 1.55 ms. Found by this test; in the simulator, outside this crate
+//! (reported). Run it with `--ignored` once fixed. `fifo_tasks_within_bounds`
+//! has no budgets and runs.
 
 use irqlab_sim::config::{
     ClassCfg, DeviceCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, ServerCfg,
@@ -187,7 +188,7 @@ fn fifo_tasks_within_bounds() {
 }
 
 #[test]
-#[ignore = "the simulator stalls a depleted server while its CPU idles (see the module doc)"]
+#[ignore = "the simulator does not dispatch a server when its budget comes back (see the module doc)"]
 fn server_tasks_within_bounds() {
     check(
         0x2545_f491_4f6c_dd1d,
