@@ -603,6 +603,32 @@ mod tests {
         assert_eq!(vcpu_response(&p, 3 * MS, 10 * MS, &hi), Some(9_200 * US));
     }
 
+    /// Eq. 5 of a jittered ISR (an IPI) is measured from its own arrival
+    /// with every job of its busy window: the issue-14 example as ISRs
+    /// (ns): 551, where the single-job analysis said 479.
+    #[test]
+    fn eq5_ipi_jitter_by_hand() {
+        let isr = |wcet, period, prio, jitter| PhysIrq {
+            wcet,
+            period,
+            prio,
+            jitter,
+        };
+        let p = Pcpu {
+            vcpus: vec![],
+            tasks: vec![],
+            phys: vec![
+                isr(26, 75, 4, 0),
+                isr(10, 121, 3, 0),
+                isr(21, 362, 2, 178),
+                isr(215, 596, 1, 262),
+            ],
+            virt: vec![],
+        };
+        assert_eq!(phys_response(&p, 3, 596), Some(551));
+        assert_eq!(phys_response(&p, 3, 501), None);
+    }
+
     /// Eq. 5: ISR 1 (20 us) below ISR 0 (10 us every 1 ms): 30 us.
     #[test]
     fn eq5_by_hand() {

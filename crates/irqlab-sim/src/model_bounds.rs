@@ -559,7 +559,7 @@ fn cpu_bounds(
                         }
                     }
                 }
-                "FP RTA (busy period) on the CPU, top halves and more urgent servers above"
+                "FP RTA (busy period) on the CPU, interrupt work and more urgent entities above"
             }
             Supply::Periodic { .. } => {
                 hp.extend(irq.iter().copied());
