@@ -303,4 +303,4 @@ def test_analyze_linux_fifo_by_hand(tmp_path: Path, capsys: pytest.CaptureFixtur
     m = simulate(load(model).sim_config).metrics
     bound = {t["name"]: t["response"] for t in b["tasks"]}
     for t in m["tasks"]:
-        assert 0 < t["response"]["max"] <= bound[t["name"]] and t["deadline_misses"] == 0
+        assert 0 < t["response"]["max_ns"] <= bound[t["name"]] and t["deadline_misses"] == 0

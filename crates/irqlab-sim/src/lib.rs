@@ -7,8 +7,8 @@
 //! the same metrics bit for bit. Bad configuration is an error naming the
 //! field, the value and the rule.
 
-mod collect;
 pub mod arrival_bounds;
+mod collect;
 pub mod config;
 mod cpu;
 mod devices;
@@ -19,9 +19,9 @@ mod hypervisor_inputs;
 pub mod lower;
 pub mod machine;
 pub mod metrics;
+pub mod model_bounds;
 mod paths;
 mod program;
-pub mod model_bounds;
 mod supply;
 mod thread;
 pub mod trace;
