@@ -51,14 +51,39 @@ def usb_latency_bound(omega_io_ns: int, u_io: float, omega_main_ns: int, c_main_
                                       c_main_ns / NS, t_main_ns / NS) * NS)
 
 
-def _reads(program: list[dict[str, Any]]) -> set[int]:
+def reads(program: list[dict[str, Any]]) -> set[int]:
     """Devices a task program reads (indices into ``sim_config["devices"]``)."""
     out: set[int] = set()
     for step in program:
         if step["op"] == "io":
             out.add(step["device"])
         elif step["op"] == "loop":
-            out |= _reads(step["body"])
+            out |= reads(step["body"])
+    return out
+
+
+def usb_io_bounds(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """USB-DIFFSERV Eq. 1-3 for every task of a ``quest`` machine reading a
+    USB device through an I/O VCPU (sporadic Main VCPU, PIBS I/O VCPU):
+    ``latency_bound_ns`` and ``throughput_bound_bytes_per_s``."""
+    servers = cfg["servers"]
+    out = []
+    for t in cfg["tasks"]:
+        main_srv = servers[t["server"]]
+        for d in sorted(reads(t["program"])):
+            dev = cfg["devices"][d]
+            if dev["kind"] != "usb":
+                continue
+            io_idx = cfg["classes"][dev["class"]]["iovcpu"]
+            if io_idx is None or main_srv["policy"] != "sporadic" or cfg["path"] != "quest":
+                continue
+            io = servers[io_idx]
+            lat = usb_latency_bound(dev["omega_io"] + dev.get("kfree", 0), io["num"] / io["den"],
+                                    dev.get("omega_main", 0), main_srv["budget"],
+                                    main_srv["period"])
+            out.append({"task": t["name"], "device": dev["name"], "latency_bound_ns": lat,
+                        "throughput_bound_bytes_per_s": dev.get("bytes", 512) / (lat / NS),
+                        "equation": "USB-DIFFSERV Eq. 1-3"})
     return out
 
 
@@ -88,22 +113,7 @@ def bounds(model: LoadedModel | dict[str, Any]) -> dict[str, Any]:
             demand, bound, slack, ok = quest_eq1(main, io)
             result["cpus"].append({"cpu": cpu, "demand": demand, "bound": bound,
                                    "slack": slack, "passes": ok})
-    for t in cfg["tasks"]:
-        main_srv = servers[t["server"]]
-        for d in sorted(_reads(t["program"])):
-            dev = cfg["devices"][d]
-            if dev["kind"] != "usb":
-                continue
-            io_idx = cfg["classes"][dev["class"]]["iovcpu"]
-            if io_idx is None or main_srv["policy"] != "sporadic":
-                continue
-            io = servers[io_idx]
-            lat = usb_latency_bound(dev["omega_io"] + dev.get("kfree", 0), io["num"] / io["den"],
-                                    dev.get("omega_main", 0), main_srv["budget"],
-                                    main_srv["period"])
-            result["io_bounds"].append({
-                "task": t["name"], "device": dev["name"], "latency_bound_ns": lat,
-                "throughput_bound_bytes_per_s": dev.get("bytes", 512) / (lat / NS)})
+    result["io_bounds"] = usb_io_bounds(cfg)
     return result
 
 

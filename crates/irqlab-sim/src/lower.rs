@@ -352,19 +352,29 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         ipi: 0,
         switch_overhead: 0,
         linux,
-        trace: TraceCfg {
-            enabled: s.trace,
-            until: s.trace_until.map(|d| d.0.as_ns()),
-            max_events: s
-                .trace_max_events
-                .map_or(TraceCfg::default().max_events, |n| n as usize),
-        },
+        trace: trace_cfg(s),
         overhead: Default::default(),
-        max_completions: m
-            .simulation
-            .max_completions
-            .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_completions: max_completions(s),
     })
+}
+
+/// The trace settings of the model's `simulation` section.
+fn trace_cfg(s: &irqlab_model::model::Simulation) -> TraceCfg {
+    TraceCfg {
+        enabled: s.trace,
+        until: s.trace_until.map(|d| d.0.as_ns()),
+        max_events: s
+            .trace_max_events
+            .map_or(TraceCfg::default().max_events, |n| {
+                usize::try_from(n).unwrap_or(usize::MAX)
+            }),
+    }
+}
+
+/// Completion times kept per task (`simulation.max_completions`).
+fn max_completions(s: &irqlab_model::model::Simulation) -> usize {
+    s.max_completions
+        .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX))
 }
 
 /// One arrival time per line (a duration with unit; `#` comments and a

@@ -27,7 +27,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from irqlab.analysis import hypervisor_bounds, model_bounds, usb_latency_bound
+from irqlab.analysis import hypervisor_bounds, model_bounds, usb_io_bounds
 from irqlab.model import load
 
 
@@ -41,16 +41,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model", type=Path, help="model file (YAML)")
     p.add_argument("--json", type=Path, default=None, help="write the results as JSON")
     p.set_defaults(func=run)
-
-
-def reads(program: list[dict[str, Any]]) -> set[int]:
-    out: set[int] = set()
-    for step in program:
-        if step["op"] == "io":
-            out.add(step["device"])
-        elif step["op"] == "loop":
-            out |= reads(step["body"])
-    return out
 
 
 def fmt(ns: int | None) -> str:
@@ -180,29 +170,11 @@ def model_report(cfg: dict[str, Any]) -> dict[str, Any]:
 def usb_report(cfg: dict[str, Any]) -> list[dict[str, Any]]:
     """USB-DIFFSERV Eq. 1-3 for every task reading a USB device through an
     I/O VCPU (sporadic Main VCPU, PIBS I/O VCPU)."""
-    servers = cfg["servers"]
-    out = []
-    for t in cfg["tasks"]:
-        main_srv = servers[t["server"]]
-        for d in sorted(reads(t["program"])):
-            dev = cfg["devices"][d]
-            if dev["kind"] != "usb":
-                continue
-            io_idx = cfg["classes"][dev["class"]]["iovcpu"]
-            if io_idx is None or main_srv["policy"] != "sporadic" or cfg["path"] != "quest":
-                continue
-            io = servers[io_idx]
-            u = io["num"] / io["den"]
-            lat = usb_latency_bound(dev["omega_io"] + dev.get("kfree", 0), u,
-                                    dev.get("omega_main", 0), main_srv["budget"],
-                                    main_srv["period"])
-            entry = {"task": t["name"], "device": dev["name"], "latency_bound_ns": lat,
-                     "throughput_bound_bytes_per_s": dev.get("bytes", 512) / (lat / 1e9),
-                     "equation": "USB-DIFFSERV Eq. 1-3"}
-            out.append(entry)
-            print(f"  {t['name']} reading {dev['name']}: USB-DIFFSERV Eq. 1-3 latency <= "
-                  f"{lat / 1e6:.3f} ms, throughput >= "
-                  f"{entry['throughput_bound_bytes_per_s']:.0f} B/s")
+    out = usb_io_bounds(cfg)
+    for e in out:
+        print(f"  {e['task']} reading {e['device']}: USB-DIFFSERV Eq. 1-3 latency <= "
+              f"{e['latency_bound_ns'] / 1e6:.3f} ms, throughput >= "
+              f"{e['throughput_bound_bytes_per_s']:.0f} B/s")
     return out
 
 

@@ -337,17 +337,8 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
         ipi: ns(vms.ipi),
         switch_overhead: ns(vms.switch_overhead),
         linux: LinuxCfg::default(),
-        trace: TraceCfg {
-            enabled: s.trace,
-            until: s.trace_until.map(|d| d.0.as_ns()),
-            max_events: s
-                .trace_max_events
-                .map_or(TraceCfg::default().max_events, |n| n as usize),
-        },
+        trace: trace_cfg(s),
         overhead: Default::default(),
-        max_completions: m
-            .simulation
-            .max_completions
-            .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX)),
+        max_completions: max_completions(s),
     })
 }
