@@ -27,9 +27,14 @@ const LIN: u64 = 1 << B;
 const HALF: u64 = 1 << (B - 1);
 
 /// Log-linear histogram of `u64` values (HDR-style): exact below 2^B, then
-/// 2^(B-1) buckets per power of two.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// 2^(B-1) buckets per power of two. Only the range of buckets between the
+/// lowest and the highest one used is stored (`counts[k]` is bucket
+/// `lo + k`), so a recorder costs memory in proportion to the spread of its
+/// values, not to their magnitude: a task whose responses all fall in one
+/// bucket keeps one counter, not the ~3,000 up to its bucket.
+#[derive(Clone, Debug, Default)]
 pub struct Histogram {
+    lo: usize,
     counts: Vec<u64>,
     total: u64,
     /// Smallest and largest recorded values (quantiles are clamped to them).
@@ -64,10 +69,17 @@ impl Histogram {
 
     pub fn record(&mut self, v: u64) {
         let i = Histogram::index(v);
-        if self.counts.len() <= i {
-            self.counts.resize(i + 1, 0);
+        if self.counts.is_empty() {
+            self.lo = i;
+            self.counts.push(0);
+        } else if i < self.lo {
+            let extra = self.lo - i;
+            self.counts.splice(0..0, core::iter::repeat_n(0, extra));
+            self.lo = i;
+        } else if i >= self.lo + self.counts.len() {
+            self.counts.resize(i - self.lo + 1, 0);
         }
-        self.counts[i] += 1;
+        self.counts[i - self.lo] += 1;
         if self.total == 0 {
             (self.min, self.max) = (v, v);
         } else {
@@ -91,10 +103,10 @@ impl Histogram {
         }
         let rank = (libm::ceil(q.clamp(0.0, 1.0) * self.total as f64) as u64).max(1);
         let mut seen = 0;
-        for (i, &c) in self.counts.iter().enumerate() {
+        for (k, &c) in self.counts.iter().enumerate() {
             seen += c;
             if seen >= rank {
-                let (lo, w) = Histogram::bucket(i);
+                let (lo, w) = Histogram::bucket(self.lo + k);
                 return Some((lo + (w - 1)).clamp(self.min, self.max));
             }
         }
@@ -107,12 +119,25 @@ impl Histogram {
             .iter()
             .enumerate()
             .filter(|(_, &c)| c > 0)
-            .map(|(i, &c)| {
-                let (lo, w) = Histogram::bucket(i);
+            .map(|(k, &c)| {
+                let (lo, w) = Histogram::bucket(self.lo + k);
                 (lo, w, c)
             })
     }
 }
+
+/// Equal when they hold the same counts in the same buckets (however the
+/// stored range grew).
+impl PartialEq for Histogram {
+    fn eq(&self, other: &Histogram) -> bool {
+        self.total == other.total
+            && self.min == other.min
+            && self.max == other.max
+            && self.buckets().eq(other.buckets())
+    }
+}
+
+impl Eq for Histogram {}
 
 /// Interrupt-latency recorder (LATENCY-IP §4).
 #[derive(Clone, Debug)]
@@ -275,6 +300,34 @@ mod tests {
         // sample std dev of 30, 60, 10: mean 33.33, var = (11.11+711.11+544.44)/2
         let sd = r.std_dev().unwrap();
         assert!((sd - (1900.0_f64 / 3.0).sqrt()).abs() < 1e-9, "{sd}");
+    }
+
+    #[test]
+    fn histogram_stores_only_the_range_it_uses() {
+        let mut h = Histogram::new();
+        for _ in 0..1000 {
+            h.record(5_000_000);
+        }
+        assert_eq!(h.counts.len(), 1, "one bucket for one value");
+        // 1 ms .. 2 ms: parts of two powers of two (buckets of 4 and 8 us)
+        for v in (1_000_000..2_000_000).step_by(997) {
+            h.record(v);
+        }
+        assert!(h.counts.len() <= 3 * 128, "{} buckets", h.counts.len());
+        // the same values recorded in another order: an equal histogram
+        let mut g = Histogram::new();
+        let vals: Vec<u64> = (1_000_000..2_000_000).step_by(997).collect();
+        for &v in vals.iter().rev() {
+            g.record(v);
+        }
+        for _ in 0..1000 {
+            g.record(5_000_000);
+        }
+        assert_eq!(g, h);
+        assert_eq!(g.quantile(0.99), h.quantile(0.99));
+        assert_eq!(h.quantile(1.0), Some(5_000_000));
+        let q0 = h.quantile(0.0).unwrap_or(0);
+        assert!((1_000_000..1_000_000 + 4_096).contains(&q0), "{q0}");
     }
 
     #[test]
