@@ -3,11 +3,15 @@
 Builds a small runner (``bench/sim_runner``) against irqlab-sim at two
 revisions -- ``IRQLAB_BENCH_BASE`` (default: the commit before the simulator
 was split by concern) and the working tree -- and times the same systems in
-alternating rounds: a 10-task rate-monotonic set (20 s simulated, as in
-``bench_sim.py``) and shipped scenarios from the golden set. Prints one JSON
-line per system: CPU time of the ``simulate`` call, min/median/max over the
-rounds for each revision, and the ratio of medians (head / base; below 1 is
-faster). Both revisions must process the same number of events.
+alternating rounds: rate-monotonic task sets (10 tasks 200 s, 64 CPUs x 10
+tasks, 10,000 tasks) and shipped scenarios from the golden set. Prints one
+JSON line per system: CPU time of the ``simulate`` call, min/median/max
+over the rounds for each revision, and the ratio of medians (head / base;
+below 1 is faster). Both revisions must process the same number of events.
+On the plain RM sets the floor runs too -- a minimal event-driven
+partitioned-RM simulator (``bench/sim_runner/floor.rs``: an event heap and a
+ready heap per CPU) that must complete the same jobs -- and
+``head_over_floor`` is irqlab's distance from it (DESIGN §9, issue 20).
 """
 
 from __future__ import annotations
@@ -60,7 +64,8 @@ def build(src: Path, work: Path, tag: str) -> Path:
     """Build the runner against ``src/crates/irqlab-sim``; returns the binary."""
     crate = work / f"runner-{tag}"
     (crate / "src").mkdir(parents=True, exist_ok=True)
-    (crate / "src/main.rs").write_text((ROOT / "bench/sim_runner/main.rs").read_text())
+    for name in ("main.rs", "floor.rs"):
+        (crate / "src" / name).write_text((ROOT / "bench/sim_runner" / name).read_text())
     (crate / "Cargo.toml").write_text(f"""[package]
 name = "sim-runner"
 version = "0.0.0"
@@ -97,17 +102,21 @@ def main() -> int:
         many = work / "rm1x10000.config.json"
         many.write_text(json.dumps(partitioned(1, 10_000, 20_000 * MS)))
         files = [rm, cpus64, many] + [GOLDEN / f"{s}.config.json" for s in SYSTEMS]
-        times: dict[str, dict[str, list[int]]] = {str(f): {"base": [], "head": []} for f in files}
+        runs = {"base": [str(bins["base"])], "head": [str(bins["head"])],
+                "floor": [str(bins["head"]), "--floor"]}
+        times: dict[str, dict[str, list[int]]] = {str(f): {r: [] for r in runs} for f in files}
         events: dict[str, dict[str, int]] = {str(f): {} for f in files}
+        jobs: dict[str, dict[str, int]] = {str(f): {} for f in files}
         for r in range(ROUNDS):
-            order = ["base", "head"] if r % 2 == 0 else ["head", "base"]
+            order = list(runs) if r % 2 == 0 else list(reversed(runs))
             for rev in order:
-                out = subprocess.run([str(bins[rev])] + [str(f) for f in files],
+                out = subprocess.run(runs[rev] + [str(f) for f in files],
                                      check=True, capture_output=True, text=True).stdout
                 for line in out.splitlines():
-                    name, ns, ev = line.rsplit(" ", 2)
+                    name, ns, ev, done = line.rsplit(" ", 3)
                     times[name][rev].append(int(ns))
                     events[name][rev] = int(ev)
+                    jobs[name][rev] = int(done)
         for f in files:
             t = times[str(f)]
             ev = events[str(f)]
@@ -120,6 +129,14 @@ def main() -> int:
                                                 round(max(t[rev]) / 1e6, 2)]
             row["head_over_base"] = round(statistics.median(t["head"]) /
                                           statistics.median(t["base"]), 3)
+            if t["floor"]:  # a plain RM task set: the minimal simulator too
+                j = jobs[str(f)]
+                row["floor_ms_min_med_max"] = [round(min(t["floor"]) / 1e6, 2),
+                                               round(statistics.median(t["floor"]) / 1e6, 2),
+                                               round(max(t["floor"]) / 1e6, 2)]
+                row["same_jobs_as_floor"] = j["floor"] == j["head"] == j["base"]
+                row["head_over_floor"] = round(statistics.median(t["head"]) /
+                                               statistics.median(t["floor"]), 2)
             print(json.dumps(row), flush=True)
     finally:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(base_src)],

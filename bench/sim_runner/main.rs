@@ -1,7 +1,12 @@
 //! Times `irqlab_sim::simulate` on configuration files (JSON `SimConfig`):
-//! one line per file and round, `name cpu_ns events`, CPU time of the
-//! process for the call alone (the configuration is parsed before). Built
-//! by `bench/bench_sim_revisions.py` against two revisions of irqlab-sim.
+//! one line per file, `name cpu_ns events jobs`, the CPU time of the process
+//! for the call alone (the configuration is parsed before) and the jobs
+//! completed. With `--floor` first, times the minimal partitioned-RM
+//! simulator of `floor.rs` on the same files instead (`events` is 0; files
+//! that are not plain RM task sets are skipped). Built by
+//! `bench/bench_sim_revisions.py` against two revisions of irqlab-sim.
+
+mod floor;
 
 use std::time::Duration;
 
@@ -16,13 +21,28 @@ fn cpu_now() -> Duration {
 }
 
 fn main() {
-    let files: Vec<String> = std::env::args().skip(1).collect();
-    for f in files {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let floor = args.first().is_some_and(|a| a == "--floor");
+    if floor {
+        args.remove(0);
+    }
+    for f in args {
         let text = std::fs::read_to_string(&f).expect("config file");
+        if floor {
+            let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            let t0 = cpu_now();
+            let Some(jobs) = floor::run(&v) else {
+                continue;
+            };
+            let dt = cpu_now() - t0;
+            println!("{f} {} 0 {jobs}", dt.as_nanos());
+            continue;
+        }
         let cfg: irqlab_sim::SimConfig = serde_json::from_str(&text).expect("SimConfig");
         let t0 = cpu_now();
         let (m, _) = irqlab_sim::simulate(cfg).expect("simulates");
         let dt = cpu_now() - t0;
-        println!("{f} {} {}", dt.as_nanos(), m.events);
+        let jobs: u64 = m.tasks.iter().map(|t| t.completed).sum();
+        println!("{f} {} {} {jobs}", dt.as_nanos(), m.events);
     }
 }
