@@ -13,6 +13,7 @@ what ``irqlab analyze`` prints for a loaded model.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections import defaultdict
@@ -25,9 +26,45 @@ if TYPE_CHECKING:
     from irqlab.model import LoadedModel
 
 SCHEMES = ("DSbase", "SSbase", "DSvINT", "SSvINT")
+# Most generated systems one sweep point evaluates.
+MAX_SETS = 10_000_000
 
-quest_eq1 = _a.quest_eq1
+def _finite(arg: str, x: Any, *, positive: bool = False) -> float:
+    """`x` as a float; ValueError naming `arg` unless finite and >= 0 (> 0)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise TypeError(f"{arg}: {x!r} must be a number")
+    if not math.isfinite(x) or x < 0 or (positive and x == 0):
+        rule = "a finite positive number" if positive else "a finite non-negative number"
+        raise ValueError(f"{arg}: {x} must be {rule}")
+    return float(x)
+
+
+def quest_eq1(main: Sequence[tuple[int, int]], io: Sequence[float]) -> tuple[float, float,
+                                                                          float, bool]:
+    """QUEST-VCPU Eq. 1: `main` = [(C, T)] in ns, `io` = [U]; returns
+    (demand, bound, slack, passes)."""
+    for i, u in enumerate(io):
+        if not 0 < _finite(f"io[{i}]", u) <= 1:
+            raise ValueError(f"io[{i}]: {u} must be in (0, 1]")
+    for i, pair in enumerate(main):
+        if len(pair) != 2:
+            raise ValueError(f"main[{i}]: {pair!r} must be a (C, T) pair of integers (ns)")
+        c, t = pair
+        for name, x in (("C", c), ("T", t)):
+            if isinstance(x, bool) or not isinstance(x, int) or not 0 <= x < 1 << 64:
+                raise ValueError(f"main[{i}].{name}: {x!r} must be a non-negative integer (ns)")
+        if t == 0 or c > t:
+            raise ValueError(f"main[{i}]: ({c}, {t}): need 0 <= C <= T and T > 0")
+    return _a.quest_eq1(list(main), list(io))
+
+
 NS = 1e9  # ns per second: the native USB-DIFFSERV functions work in seconds
+
+
+def _u_io(u_io: float) -> float:
+    if not 0 < _finite("u_io", u_io) <= 1:
+        raise ValueError(f"u_io: {u_io} must be in (0, 1]")
+    return float(u_io)
 
 
 def usb_typical_throughput(beta_bytes: int, omega_io_ns: int, u_io: float,
@@ -36,6 +73,10 @@ def usb_typical_throughput(beta_bytes: int, omega_io_ns: int, u_io: float,
     per second) of transfers of ``beta_bytes`` bytes whose bottom half needs
     ``omega_io_ns`` on an I/O VCPU of utilization ``u_io`` (0-1] and whose
     main-VCPU part needs ``omega_main_ns``."""
+    for name, x in (("beta_bytes", beta_bytes), ("omega_io_ns", omega_io_ns),
+                    ("omega_main_ns", omega_main_ns)):
+        _finite(name, x)
+    u_io = _u_io(u_io)
     return float(_a.usb_typical_throughput(beta_bytes, omega_io_ns / NS, u_io,
                                            omega_main_ns / NS))
 
@@ -47,6 +88,13 @@ def usb_latency_bound(omega_io_ns: int, u_io: float, omega_main_ns: int, c_main_
     an I/O VCPU of utilization ``u_io`` (0-1], read by a task that needs
     ``omega_main_ns`` on a Main VCPU of budget ``c_main_ns`` and period
     ``t_main_ns``."""
+    _finite("omega_io_ns", omega_io_ns)
+    _finite("omega_main_ns", omega_main_ns)
+    _finite("c_main_ns", c_main_ns, positive=True)
+    _finite("t_main_ns", t_main_ns, positive=True)
+    u_io = _u_io(u_io)
+    if c_main_ns > t_main_ns:
+        raise ValueError(f"c_main_ns: {c_main_ns} must not exceed t_main_ns {t_main_ns}")
     return round(_a.usb_latency_bound(omega_io_ns / NS, u_io, omega_main_ns / NS,
                                       c_main_ns / NS, t_main_ns / NS) * NS)
 
@@ -171,8 +219,12 @@ def vint_sweep(
 ) -> dict[str, Any]:
     """Percentages of schedulable task sets and serviceable interrupt sets
     per scheme for `sets` generated systems (VINT Table II + `params`)."""
-    if sets <= 0:
-        raise ValueError(f"sets: {sets} must be positive")
+    if isinstance(sets, bool) or not isinstance(sets, int) or not 0 < sets <= MAX_SETS:
+        raise ValueError(f"sets: {sets!r} must be an integer in 1..{MAX_SETS}")
+    for arg, v, hi in (("seed", seed, (1 << 64) - 1), ("pcpus", pcpus, 1024),
+                       ("threads", threads or 1, 1024)):
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= hi:
+            raise ValueError(f"{arg}: {v!r} must be an integer in 0..{hi}")
     r = _a.vint_sweep(params, sets, seed=seed, pcpus=pcpus, pseudo_ratio=pseudo_ratio,
                       threads=threads or os.cpu_count() or 1)
     n = r["sets"]

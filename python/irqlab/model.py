@@ -111,12 +111,33 @@ def load(path: Path | str) -> LoadedModel:
     """Read and validate the model file at ``path`` (YAML)."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = read_input(p, MAX_MODEL_BYTES)
     except FileNotFoundError:
         raise FileNotFoundError(f"{p}: no such model file") from None
     except UnicodeDecodeError as e:
         raise model_error(str(p), None, f"not a text file ({e.reason})") from None
     return loads(text, p.parent)
+
+
+# Largest model file read (the Rust loader bounds the text the same way).
+MAX_MODEL_BYTES = 4 << 20
+
+
+def read_input(p: Path, limit: int) -> str:
+    """The text of a regular file of at most `limit` bytes (a directory, a
+    device such as /dev/zero or a FIFO is refused before reading)."""
+    import stat
+
+    st = p.stat()
+    if stat.S_ISDIR(st.st_mode):
+        raise ModelError(f"{p}: is a directory, not a model file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ModelError(f"{p}: not a regular file")
+    with p.open("rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ModelError(f"{p}: larger than {limit} bytes, the largest model accepted")
+    return data.decode()
 
 
 def scenarios() -> list[str]:

@@ -16,6 +16,8 @@ pub enum CoreError {
     BudgetExceedsPeriod { budget: Nanos, period: Nanos },
     #[error("max_repl {0} is below 2 (QUEST-VCPU Alg. 12 pushes the remnant into a second replenishment)")]
     MaxReplTooSmall(usize),
+    #[error("max_repl {0} is above {max} (the replenishment queue is bounded; QUEST-VCPU uses a handful)", max = crate::sporadic::MAX_MAX_REPL)]
+    MaxReplTooLarge(usize),
     #[error("utilization {num}/{den} must be in (0, 1]")]
     UtilizationOutOfRange { num: u64, den: u64 },
     #[error("round-robin quantum must be positive")]

@@ -36,5 +36,5 @@ pub use pibs::{Inherit, Pibs};
 pub use recorder::{Histogram, LatencyRecorder};
 pub use scheduler::{Dispatch, SchedStats, Scheduler, ServerId, ThreadId, ThreadPolicy};
 pub use server::{Class, PriorityKey, Server, ServerPolicy, ServerPriority, UnblockCtx, Unbounded};
-pub use sporadic::{Replenishment, SporadicServer, DEFAULT_MAX_REPL};
+pub use sporadic::{Replenishment, SporadicServer, DEFAULT_MAX_REPL, MAX_MAX_REPL};
 pub use time::{Nanos, Utilization};

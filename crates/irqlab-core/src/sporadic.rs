@@ -27,6 +27,9 @@ use crate::time::Nanos;
 /// Default bound of the replenishment queue (QUEST-VCPU §3, "we arbitrarily
 /// chose 32").
 pub const DEFAULT_MAX_REPL: usize = 32;
+/// Largest accepted `max_repl`: the queue grows on demand up to it, it is
+/// never pre-allocated from the user's number.
+pub const MAX_MAX_REPL: usize = 1024;
 
 /// A replenishment `r`: amount `r_b` available from time `r_t`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -69,13 +72,16 @@ impl SporadicServer {
         if max_repl < 2 {
             return Err(CoreError::MaxReplTooSmall(max_repl));
         }
+        if max_repl > MAX_MAX_REPL {
+            return Err(CoreError::MaxReplTooLarge(max_repl));
+        }
         let mut s = SporadicServer {
             capacity_c: budget,
             period,
             max_repl,
             priority,
             background,
-            queue: VecDeque::with_capacity(max_repl),
+            queue: VecDeque::with_capacity(max_repl.min(DEFAULT_MAX_REPL)),
             usage: Nanos::ZERO,
             budget: Nanos::ZERO,
             foreground: true,

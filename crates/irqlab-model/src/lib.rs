@@ -8,6 +8,7 @@
 //! path; semantic errors are all collected; nothing here simulates -- the
 //! simulator lowers a validated `Model` into its own resolved form.
 
+pub mod limits;
 pub mod model;
 pub mod units;
 pub mod validate;
@@ -30,7 +31,9 @@ pub enum LoadError {
 /// Parse and validate a model; returns it with its warnings.
 pub fn load_str(text: &str) -> Result<(Model, Vec<String>), LoadError> {
     // serde_yaml's messages carry the field path and the line/column.
-    let model: Model = serde_yaml::from_str(text).map_err(|e| LoadError::Parse(e.to_string()))?;
+    limits::check_text(text).map_err(LoadError::Parse)?;
+    let model: Model = serde_yaml::from_str(text)
+        .map_err(|e| LoadError::Parse(limits::shorten(&limits::escape(&e.to_string()), 300)))?;
     let report = validate(&model);
     if report.errors.is_empty() {
         Ok((model, report.warnings))

@@ -75,9 +75,13 @@ pub fn parse_duration(s: &str) -> Result<Nanos, String> {
         return Err(format!("\"{s}\" is negative"));
     }
     let (num, scale) = decimal(n).ok_or_else(|| format!("\"{s}\" is not a number with a unit"))?;
-    scaled(num, scale, mult)
-        .map(Nanos)
-        .map_err(|e| format!("\"{s}\": {e} (ns)"))
+    let ns = scaled(num, scale, mult).map_err(|e| format!("\"{s}\": {e} (ns)"))?;
+    if ns > crate::limits::MAX_TIME.0 {
+        return Err(format!(
+            "\"{s}\" exceeds the longest time accepted, 1000000s (11.6 days)"
+        ));
+    }
+    Ok(Nanos(ns))
 }
 
 /// Parse a utilization: a percentage or a fraction.

@@ -13,6 +13,10 @@ use std::fmt;
 
 use irqlab_core::{Nanos, Utilization};
 
+use crate::limits::{
+    escape, name_rule, MAX_BURST, MAX_COUNT, MAX_DATA_RATE, MAX_JOB_PERIODS, MAX_PACKET_BYTES,
+    MAX_PACKET_RATE, MAX_QUEUE, MAX_SIZE_BYTES, MAX_TIME, MAX_WINDOWS, MIN_PACKET_INTERVAL,
+};
 use crate::model::{
     ArrivalKind, AutoDuration, AutoPriority, DeviceKindName, MapEntry, Model, PathKind, Policy,
     Step, VcpuKind, Vint, VmPolicy, Vms,
@@ -28,10 +32,12 @@ pub struct ModelError {
 
 impl fmt::Display for ModelError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.value.is_empty() {
-            write!(f, "{}: {}", self.path, self.rule)
+        // names may carry control characters: never echo them raw
+        let (path, value, rule) = (escape(&self.path), escape(&self.value), escape(&self.rule));
+        if value.is_empty() {
+            write!(f, "{path}: {rule}")
         } else {
-            write!(f, "{}: {}: {}", self.path, self.value, self.rule)
+            write!(f, "{path}: {value}: {rule}")
         }
     }
 }
@@ -222,7 +228,22 @@ pub fn validate(m: &Model) -> Report {
     }
     if m.simulation.window.0.is_zero() {
         r.err("simulation.window", "0", "must be positive");
+    } else {
+        let windows = m
+            .simulation
+            .duration
+            .0
+             .0
+            .div_ceil(m.simulation.window.0 .0);
+        if windows > MAX_WINDOWS {
+            r.err(
+                "simulation.window",
+                m.simulation.window.0,
+                format!("simulation.duration {} / window is {windows} windows: at most {MAX_WINDOWS} per run (raise the window)", m.simulation.duration.0),
+            );
+        }
     }
+    check_limits(&mut r, m);
     dup_names(&mut r, "vcpus", m.vcpus.iter().map(|v| v.name.as_str()));
     dup_names(&mut r, "tasks", m.tasks.iter().map(|v| v.name.as_str()));
     dup_names(&mut r, "devices", m.devices.iter().map(|v| v.name.as_str()));
@@ -305,6 +326,15 @@ pub fn validate(m: &Model) -> Report {
         if let Some(n) = v.max_repl {
             if n < 2 {
                 r.err(p("max_repl"), n, "must be at least 2 (QUEST-VCPU Alg. 12 pushes the remnant into a second replenishment)");
+            } else if n > irqlab_core::MAX_MAX_REPL {
+                r.err(
+                    p("max_repl"),
+                    n,
+                    format!(
+                        "must be at most {} (the replenishment queue is bounded)",
+                        irqlab_core::MAX_MAX_REPL
+                    ),
+                );
             }
         }
         if let Some(u) = v.utilization {
@@ -835,6 +865,15 @@ fn validate_vms(r: &mut Report, vms: &Vms, cpus: u32) {
                     );
                 } else if n < 2 {
                     r.err(path("max_repl"), n, "must be at least 2 (QUEST-VCPU Alg. 12 pushes the remnant into a second replenishment)");
+                } else if n > irqlab_core::MAX_MAX_REPL {
+                    r.err(
+                        path("max_repl"),
+                        n,
+                        format!(
+                            "must be at most {} (the replenishment queue is bounded)",
+                            irqlab_core::MAX_MAX_REPL
+                        ),
+                    );
                 }
             }
             let mut prios: BTreeMap<u32, usize> = BTreeMap::new();
@@ -1062,6 +1101,241 @@ fn validate_vms(r: &mut Report, vms: &Vms, cpus: u32) {
                     o,
                     format!("must be below every VCPU and pseudo-VCPU budget ({who} has {b})"),
                 );
+            }
+        }
+    }
+}
+
+/// Time of one pass through `steps` (compute and sleep, loops multiplied,
+/// a `forever` body counted once) in wide arithmetic, and its compute part.
+fn program_time(steps: &[Step]) -> (u128, u128) {
+    let (mut all, mut cpu) = (0u128, 0u128);
+    for s in steps {
+        let (a, c) = match s {
+            Step::Compute(d) => (u128::from(d.0 .0), u128::from(d.0 .0)),
+            Step::Sleep(d) => (u128::from(d.0 .0), 0),
+            Step::Loop { count, body } => {
+                let (a, c) = program_time(body);
+                let n = u128::from(*count);
+                (a.saturating_mul(n), c.saturating_mul(n))
+            }
+            Step::Forever(body) => program_time(body),
+            _ => (0, 0),
+        };
+        all = all.saturating_add(a);
+        cpu = cpu.saturating_add(c);
+    }
+    (all, cpu)
+}
+
+fn loop_counts(r: &mut Report, steps: &[Step], path: &str) {
+    for (k, s) in steps.iter().enumerate() {
+        match s {
+            Step::Loop { count, body } => {
+                let here = format!("{path}[{k}].loop");
+                if *count > MAX_COUNT {
+                    r.err(
+                        format!("{here}.count"),
+                        count,
+                        format!("must be at most {MAX_COUNT}"),
+                    );
+                }
+                loop_counts(r, body, &format!("{here}.do"));
+            }
+            Step::Forever(body) => loop_counts(r, body, &format!("{path}[{k}].forever")),
+            _ => {}
+        }
+    }
+}
+
+/// The limits of `crate::limits`: names, counts, sizes, rates, products of
+/// user times; and warnings for interrupt sources faster than their CPU.
+fn check_limits(r: &mut Report, m: &Model) {
+    let mut names: Vec<(String, &str)> = Vec::new();
+    for (i, v) in m.vcpus.iter().enumerate() {
+        names.push((format!("vcpus[{i}].name"), &v.name));
+        if let Some(c) = &v.io_class {
+            names.push((format!("vcpus[{i}].io_class"), c));
+        }
+    }
+    for (i, t) in m.tasks.iter().enumerate() {
+        names.push((format!("tasks[{i}].name"), &t.name));
+    }
+    for (i, d) in m.devices.iter().enumerate() {
+        names.push((format!("devices[{i}].name"), &d.name));
+        if let Some(c) = &d.class {
+            names.push((format!("devices[{i}].class"), c));
+        }
+    }
+    for (i, x) in m.xhci.iter().enumerate() {
+        names.push((format!("xhci[{i}].name"), &x.name));
+    }
+    for (i, c) in m.classes.iter().enumerate() {
+        names.push((format!("classes[{i}].name"), &c.name));
+    }
+    for (d, c) in &m.bindings {
+        names.push((format!("bindings.{d}"), c));
+    }
+    if let Some(vms) = &m.vms {
+        for (i, p) in vms.physical_interrupts.iter().enumerate() {
+            names.push((format!("vms.physical_interrupts[{i}].name"), &p.name));
+        }
+        for (g, guest) in vms.guests.iter().enumerate() {
+            let gp = format!("vms.guests[{g}]");
+            names.push((format!("{gp}.name"), &guest.name));
+            for (c, v) in guest.vcpus.iter().enumerate() {
+                names.push((format!("{gp}.vcpus[{c}].name"), &v.name));
+                for (k, t) in v.tasks.iter().enumerate() {
+                    names.push((format!("{gp}.vcpus[{c}].tasks[{k}].name"), &t.name));
+                }
+            }
+            for (k, v) in guest.virtual_interrupts.iter().enumerate() {
+                names.push((format!("{gp}.virtual_interrupts[{k}].name"), &v.name));
+            }
+        }
+    }
+    for (path, n) in names {
+        if let Some(rule) = name_rule(n) {
+            r.err(path, n, rule);
+        }
+    }
+
+    for (i, t) in m.tasks.iter().enumerate() {
+        let path = format!("tasks[{i}].program");
+        loop_counts(r, &t.program, &path);
+        if let Some(j) = t.jobs.filter(|j| *j > MAX_COUNT) {
+            r.err(
+                format!("tasks[{i}].jobs"),
+                j,
+                format!("must be at most {MAX_COUNT}"),
+            );
+        }
+        let (all, cpu) = program_time(&t.program);
+        if all > u128::from(MAX_TIME.0) {
+            r.err(
+                path,
+                format!("{all} ns per pass"),
+                format!("compute and sleep (loops multiplied) exceed the longest time accepted, {MAX_TIME}"),
+            );
+            continue;
+        }
+        if let Some(p) = t.period.map(|p| p.0 .0).filter(|p| *p > 0) {
+            let n = cpu / u128::from(p);
+            if n >= u128::from(MAX_JOB_PERIODS) {
+                r.err(
+                    path,
+                    format!("{} of compute per job", Nanos(cpu as u64)),
+                    format!("is {n} times the period {}: a job longer than {MAX_JOB_PERIODS} periods can never keep up", Nanos(p)),
+                );
+            } else if cpu > u128::from(p) {
+                r.warnings.push(format!(
+                    "tasks[{i}] ({}): {} of compute per job exceeds its period {}: the task falls behind",
+                    escape(&t.name),
+                    Nanos(cpu as u64),
+                    Nanos(p)
+                ));
+            }
+        }
+    }
+
+    for (i, d) in m.devices.iter().enumerate() {
+        let p = |f: &str| format!("devices[{i}].{f}");
+        for (f, v, lo, hi) in [
+            ("packet", d.packet.map(|x| x.0), 1, MAX_PACKET_BYTES),
+            ("sector", d.sector.map(|x| x.0), 1, MAX_SIZE_BYTES),
+            ("request", d.request.map(|x| x.0), 1, MAX_SIZE_BYTES),
+            ("rate", d.rate.map(|x| x.0), 1, MAX_DATA_RATE),
+            ("sectors", d.sectors, 1, MAX_COUNT),
+        ] {
+            if let Some(v) = v.filter(|v| !(lo..=hi).contains(v)) {
+                let unit = match f {
+                    "rate" => "B/s",
+                    "sectors" => "",
+                    _ => "B",
+                };
+                r.err(
+                    p(f),
+                    format!("{v}{unit}"),
+                    format!("must be between {lo}{unit} and {hi}{unit}"),
+                );
+            }
+        }
+        for (f, v) in [("buffer", d.buffer), ("ring", d.ring)] {
+            if let Some(v) = v.filter(|v| *v > MAX_QUEUE) {
+                r.err(p(f), v, format!("must be at most {MAX_QUEUE} packets"));
+            }
+        }
+        if let (Some(ps), Some(n)) = (d.per_sector, d.sectors) {
+            let t = u128::from(ps.0 .0) * u128::from(n);
+            if t > u128::from(MAX_TIME.0) {
+                r.err(
+                    p("per_sector"),
+                    format!("{} × sectors {n}", ps.0),
+                    format!("the bottom half of one request exceeds the longest time accepted, {MAX_TIME}"),
+                );
+            }
+        }
+        // interrupt work per second against the CPU's second
+        let handler = |a: Option<crate::units::Duration>, b: Option<crate::units::Duration>| {
+            a.map_or(0, |x| x.0 .0) as f64 + b.map_or(0, |x| x.0 .0) as f64
+        };
+        let mut per_s: Option<f64> = None;
+        if let Some(a) = &d.arrival {
+            match a.kind {
+                ArrivalKind::Periodic | ArrivalKind::Flood => {
+                    if let Some(iv) = a.interval.filter(|x| !x.0.is_zero()) {
+                        if iv.0 < MIN_PACKET_INTERVAL {
+                            r.err(p("arrival.interval"), iv.0, format!("a NIC delivers at most {MAX_PACKET_RATE:e} packets/s (an interval of at least {MIN_PACKET_INTERVAL})"));
+                        }
+                        per_s = Some(1e9 / iv.0 .0 as f64);
+                    }
+                }
+                ArrivalKind::Poisson => {
+                    if let Some(x) = a.rate.filter(|x| x.is_finite() && *x > 0.0) {
+                        if x > MAX_PACKET_RATE {
+                            r.err(
+                                p("arrival.rate"),
+                                x,
+                                format!("a NIC delivers at most {MAX_PACKET_RATE:e} packets/s"),
+                            );
+                        }
+                        per_s = Some(x);
+                    }
+                }
+                ArrivalKind::Burst => {
+                    if let Some(c) = a.count.filter(|c| *c > MAX_BURST) {
+                        r.err(
+                            p("arrival.count"),
+                            c,
+                            format!("a burst has at most {MAX_BURST} packets"),
+                        );
+                    }
+                    if let (Some(g), Some(c)) = (a.gap, a.count) {
+                        if !g.0.is_zero() && g.0 < MIN_PACKET_INTERVAL && c > 1 {
+                            r.err(p("arrival.gap"), g.0, format!("a NIC delivers at most {MAX_PACKET_RATE:e} packets/s (a gap of at least {MIN_PACKET_INTERVAL})"));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(x) = per_s {
+            let load = x * handler(d.top_half, d.bottom_half) / 1e9;
+            if load > 1.0 {
+                r.warnings.push(format!("devices[{i}] ({}): interrupt work of {:.0}% of cpu {} (top and bottom half × arrival rate): a storm the CPU cannot keep up with; expect drops and overload", escape(&d.name), load * 100.0, d.cpu));
+            }
+        }
+        if let Some(t) = d.min_interarrival.filter(|t| !t.0.is_zero()) {
+            let load = handler(d.isr, d.dsr) / t.0 .0 as f64;
+            if load > 1.0 {
+                r.warnings.push(format!("devices[{i}] ({}): interrupt work of {:.0}% of cpu {} (isr and dsr every min_interarrival): a storm the CPU cannot keep up with", escape(&d.name), load * 100.0, d.cpu));
+            }
+        }
+    }
+    if let Some(vms) = &m.vms {
+        for (i, p) in vms.physical_interrupts.iter().enumerate() {
+            if !p.min_interarrival.0.is_zero() && p.isr.0 > p.min_interarrival.0 {
+                r.warnings.push(format!("vms.physical_interrupts[{i}] ({}): isr {} exceeds min_interarrival {}: an interrupt storm its CPU cannot keep up with", escape(&p.name), p.isr.0, p.min_interarrival.0));
             }
         }
     }

@@ -60,8 +60,9 @@ fn usb_latency_bound(
 #[pyfunction]
 fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
     let cfg = crate::sim_api::parse_config(config_json)?;
-    let b =
-        irqlab_sim::hypervisor_bounds(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let b = crate::guard("hypervisor_bounds", || {
+        irqlab_sim::hypervisor_bounds(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+    })?;
     serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
@@ -235,7 +236,11 @@ fn vint_sweep<'py>(
             "vcpu_period and interrupt inter-arrival times must be positive; pseudo_ratio >= 1",
         ));
     }
-    let c = py.detach(|| sweep::sweep(&p, pcpus, sets, seed, pseudo_ratio, threads));
+    let c = py.detach(|| {
+        crate::guard("vint_sweep", || {
+            Ok(sweep::sweep(&p, pcpus, sets, seed, pseudo_ratio, threads))
+        })
+    })?;
     let out = PyDict::new(py);
     out.set_item("sets", c.sets)?;
     let sched = PyDict::new(py);

@@ -76,7 +76,7 @@ impl Dispatch {
 }
 
 /// One physical CPU's scheduler (QUEST-VCPU Alg. 1-2). Times are ns.
-#[pyclass(module = "irqlab._native.core", name = "Scheduler")]
+#[pyclass(module = "irqlab._native.core", name = "Scheduler", subclass)]
 pub struct PyScheduler {
     inner: Scheduler,
 }
@@ -336,7 +336,7 @@ fn budget_value(b: Nanos) -> Option<u64> {
 }
 
 /// Latency recorder (LATENCY-IP §4 software twin). Times in ns.
-#[pyclass(module = "irqlab._native.core", name = "LatencyRecorder")]
+#[pyclass(module = "irqlab._native.core", name = "LatencyRecorder", subclass)]
 pub struct PyLatencyRecorder {
     inner: LatencyRecorder,
 }

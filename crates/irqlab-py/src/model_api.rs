@@ -64,7 +64,9 @@ fn sim_error(py: Python<'_>, e: SimError) -> PyErr {
 }
 
 fn load_model(py: Python<'_>, text: &str) -> PyResult<(irqlab_model::Model, Vec<String>)> {
-    irqlab_model::load_str(text).map_err(|e| load_error(py, e))
+    crate::guard("load", || {
+        irqlab_model::load_str(text).map_err(|e| load_error(py, e))
+    })
 }
 
 /// Validate `text`; returns `(model_json, warnings)`.
@@ -80,8 +82,11 @@ fn load(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
 #[pyfunction]
 fn lower(py: Python<'_>, text: &str, base_dir: &str) -> PyResult<String> {
     let (m, _) = load_model(py, text)?;
-    let cfg = irqlab_sim::from_model(&m, Path::new(base_dir)).map_err(|e| sim_error(py, e))?;
-    cfg.check().map_err(|e| sim_error(py, e))?;
+    let cfg = crate::guard("lower", || {
+        let cfg = irqlab_sim::from_model(&m, Path::new(base_dir)).map_err(|e| sim_error(py, e))?;
+        cfg.check().map_err(|e| sim_error(py, e))?;
+        Ok(cfg)
+    })?;
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 

@@ -57,13 +57,13 @@ fn run(
     let resolved = serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let duration = cfg.duration;
     let err = |e: irqlab_sim::SimError| PyValueError::new_err(e.to_string());
-    let mut sim = py.detach(|| Simulation::new(cfg)).map_err(err)?;
+    let mut sim = py.detach(|| crate::guard("simulate", || Simulation::new(cfg).map_err(err)))?;
     let mut slice = duration.clamp(1, 1_000_000);
     let mut interrupted = false;
     while sim.now() < duration {
         let until = sim.now().saturating_add(slice).min(duration);
         let t0 = Instant::now();
-        py.detach(|| sim.run_until(until)).map_err(err)?;
+        py.detach(|| crate::guard("simulate", || sim.run_until(until).map_err(err)))?;
         let took = t0.elapsed();
         if took < SLICE_TARGET / 4 {
             slice = slice.saturating_mul(2);
@@ -83,14 +83,16 @@ fn run(
             Err(e) => return Err(e),
         }
     }
-    let (m, t) = py
-        .detach(|| -> Result<(String, String), String> {
-            let (m, trace) = sim.finish().map_err(|e| e.to_string())?;
-            let m = serde_json::to_string(&m).map_err(|e| e.to_string())?;
-            let t = serde_json::to_string(&trace).map_err(|e| e.to_string())?;
-            Ok((m, t))
+    let (m, t) = py.detach(|| {
+        crate::guard("simulate", || {
+            let (m, trace) = sim.finish().map_err(err)?;
+            let js = |e: serde_json::Error| PyValueError::new_err(e.to_string());
+            Ok((
+                serde_json::to_string(&m).map_err(js)?,
+                serde_json::to_string(&trace).map_err(js)?,
+            ))
         })
-        .map_err(PyValueError::new_err)?;
+    })?;
     Ok((m, t, resolved, interrupted))
 }
 

@@ -380,7 +380,8 @@ fn max_completions(s: &irqlab_model::model::Simulation) -> usize {
 /// One arrival time per line (a duration with unit; `#` comments and a
 /// header line `time` are skipped), sorted.
 fn read_trace(file: &Path, path: &str) -> Result<Vec<u64>, SimError> {
-    let text = std::fs::read_to_string(file).map_err(|e| SimError::Config {
+    let max = irqlab_model::limits::MAX_TRACE_FILE_BYTES;
+    let text = irqlab_model::limits::read_text_file(file, max).map_err(|e| SimError::Config {
         path: path.to_owned(),
         value: file.display().to_string(),
         rule: format!("cannot read: {e}"),

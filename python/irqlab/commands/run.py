@@ -33,6 +33,12 @@ def _us(v: float | int | None) -> str:
 def run(args: argparse.Namespace) -> int:
     from irqlab import runtime
 
+    duration = None
+    if args.duration is not None:
+        try:
+            duration = parse_duration(args.duration)
+        except ValueError as e:
+            raise ValueError(f"--duration: {e}") from None
     if args.check:
         try:
             path = runtime.check(args.scenario)
@@ -40,12 +46,6 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"the runtime cannot run here: {e}") from None
         print(f"{path}: valid")
         return 0
-    duration = None
-    if args.duration is not None:
-        try:
-            duration = parse_duration(args.duration)
-        except ValueError as e:
-            raise ValueError(f"--duration: {e}") from None
     try:
         out = runtime.run(args.scenario, duration)
     except runtime.RuntimeUnavailable as e:

@@ -39,11 +39,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.out.exists() and not args.out.is_dir():
+        raise ValueError(f"--out: {args.out} exists and is not a directory")
     m = load(args.model)
     cfg = m.sim_config
     if args.seed is not None:
         if args.seed < 0:
             raise ValueError(f"--seed: {args.seed} must be a non-negative integer")
+        if args.seed >= 1 << 64:
+            raise ValueError(f"--seed: {args.seed} must be below 2**64")
         cfg["seed"] = args.seed
     if args.duration is not None:
         try:
