@@ -17,7 +17,7 @@ APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpf
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: all setup apt venv develop demo test test-rust test-python lint bench clean guest
+.PHONY: all setup apt venv develop demo test test-rust test-python lint bench clean guest fuzz fuzz-smoke
 
 all: setup
 
@@ -60,7 +60,7 @@ demo: setup
 guest:
 	$(MAKE) -C guest
 
-test: setup lint test-rust test-python
+test: setup lint test-rust test-python fuzz-smoke
 
 lint:
 	$(CARGO) fmt --all -- --check
@@ -72,6 +72,38 @@ test-rust:
 
 test-python:
 	$(PY) -m pytest -q
+
+## ---- fuzzing (fuzz/, cargo-fuzz on the nightly toolchain) -----------------
+# `fuzz-smoke` runs each target for FUZZ_SMOKE_S seconds (part of `make test`
+# when nightly is installed, else skipped with the reason); `fuzz` for FUZZ_S.
+# New inputs go to fuzz/target/corpus/TARGET; the seed corpus
+# fuzz/corpus/TARGET stays as committed; crashes land in fuzz/artifacts/.
+
+FUZZ_TARGETS := model_load model_sim config_json config_extreme
+FUZZ_SMOKE_S ?= 5
+FUZZ_S ?= 600
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_S=$(FUZZ_SMOKE_S)
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_S=$(FUZZ_S)
+
+fuzz-run:
+	@if ! $(CARGO) +nightly --version >/dev/null 2>&1; then \
+	  echo "fuzz: skipped: the nightly Rust toolchain is not installed (rustup toolchain install nightly)"; \
+	  exit 0; fi; \
+	command -v cargo-fuzz >/dev/null || $(CARGO) install -q cargo-fuzz || exit 1; \
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+	  mkdir -p target/corpus/$$t; \
+	  echo "fuzz: $$t for $(FUZZ_RUN_S) s"; \
+	  $(CARGO) +nightly fuzz run -O $$t target/corpus/$$t corpus/$$t -- \
+	    -max_total_time=$(FUZZ_RUN_S) -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
+	    -print_final_stats=1 > target/$$t.log 2>&1; rc=$$?; \
+	  grep -E "^(stat::number_of_executed_units|Done)" target/$$t.log; \
+	  if [ $$rc != 0 ]; then tail -40 target/$$t.log; \
+	    echo "fuzz: $$t failed (reproducer in fuzz/artifacts/$$t)"; exit 1; fi; \
+	done
 
 ## ---- benchmarks (not part of the test suite) ------------------------------
 

@@ -45,7 +45,7 @@ def quest_eq1(main: Sequence[tuple[int, int]], io: Sequence[float]) -> tuple[flo
     (demand, bound, slack, passes)."""
     for i, u in enumerate(io):
         if not 0 < _finite(f"io[{i}]", u) <= 1:
-            raise ValueError(f"io[{i}]: {u} must be in (0, 1]")
+            raise ValueError(f"io[{i}]: {u} must be a utilization U in (0, 1]")
     for i, pair in enumerate(main):
         if len(pair) != 2:
             raise ValueError(f"main[{i}]: {pair!r} must be a (C, T) pair of integers (ns)")
