@@ -12,38 +12,11 @@ use irqlab_sim::SimConfig;
 /// path to reach its steady state, short enough for thousands of runs.
 pub const MAX_SIM_NS: u64 = 1_000_000;
 
-/// Interrupt sources faster than one per microsecond. Until the simulator
-/// bounds its handler queue (issue 21, the simulator part), such a storm
-/// makes `push_isr` scan a queue that grows per arrival -- a quadratic
-/// slow-down that libFuzzer reports as a timeout on every run. The
-/// simulating targets skip them so the rest is fuzzed; the loader and
-/// `check` still see them, and `tests/hostile` keeps the reproducer
-/// (`hyp_storm_isr_above_interarrival`, xfail until the fix lands).
-pub fn storm(cfg: &SimConfig) -> bool {
-    use irqlab_sim::config::{ArrivalCfg, DeviceKind};
-    cfg.devices.iter().any(|d| match &d.kind {
-        DeviceKind::Generic {
-            min_interarrival, ..
-        } => *min_interarrival < 1_000,
-        DeviceKind::Nic { arrival, .. } => match arrival {
-            ArrivalCfg::Periodic { interval, .. } | ArrivalCfg::PingFlood { interval, .. } => {
-                *interval < 1_000
-            }
-            ArrivalCfg::Poisson { rate_per_s, .. } => *rate_per_s > 1e6,
-            ArrivalCfg::Burst { gap, .. } => *gap < 1_000,
-            ArrivalCfg::Trace { .. } => false,
-        },
-        _ => false,
-    }) || cfg
-        .virqs
-        .iter()
-        .any(|v| v.min_interarrival.is_some_and(|t| t < 1_000))
-}
-
-/// Check `cfg`; when valid (and not a `storm`), simulate at most
-/// `MAX_SIM_NS` of it.
+/// Check `cfg`; when valid, simulate at most `MAX_SIM_NS` of it
+/// (interrupt storms included: the simulator's bounded handler queue
+/// makes them linear).
 pub fn bounded_simulate(mut cfg: SimConfig) {
-    if cfg.check().is_err() || storm(&cfg) {
+    if cfg.check().is_err() {
         return;
     }
     cfg.duration = cfg.duration.min(MAX_SIM_NS);

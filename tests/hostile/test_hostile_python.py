@@ -108,14 +108,16 @@ def test_latency_recorder_bounds() -> None:
 
 
 def test_analysis_arguments() -> None:
-    with pytest.raises(ValueError, match="omega_io: -1 must be a finite non-negative"):
-        usb_latency_bound(-1, 0.5, 1e-3, 1e-3, 2e-3)
-    with pytest.raises(ValueError, match="omega_io: nan"):
-        usb_latency_bound(math.nan, 0.5, 1e-3, 1e-3, 2e-3)
+    with pytest.raises(ValueError, match="omega_io_ns: -1 must be a finite non-negative"):
+        usb_latency_bound(-1, 0.5, 1_000, 1_000_000, 2_000_000)
+    with pytest.raises(ValueError, match="omega_io_ns: nan"):
+        usb_latency_bound(math.nan, 0.5, 1_000, 1_000_000, 2_000_000)
     with pytest.raises(ValueError, match="u_io"):
-        usb_latency_bound(1e-3, 1.5, 1e-3, 1e-3, 2e-3)
-    with pytest.raises(ValueError, match="beta: inf"):
-        usb_typical_throughput(math.inf, 1e-3, 0.5, 1e-3)
+        usb_latency_bound(1_000, 1.5, 1_000, 1_000_000, 2_000_000)
+    with pytest.raises(ValueError, match="c_main_ns: 0 must be a finite positive"):
+        usb_latency_bound(1_000, 0.5, 1_000, 0, 2_000_000)
+    with pytest.raises(ValueError, match="beta_bytes: inf"):
+        usb_typical_throughput(math.inf, 1_000, 0.5, 1_000)
     with pytest.raises(ValueError, match=r"main\[0\].T: -1"):
         quest_eq1([(1, -1)], [0.5])
     with pytest.raises(ValueError, match=r"io\[0\]: nan"):

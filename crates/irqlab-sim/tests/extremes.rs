@@ -4,9 +4,9 @@
 //!   handle) on the quest and hypervisor paths runs in time linear in its
 //!   interrupts; its CPU's queue of pending top halves stays bounded and the
 //!   lost interrupts are counted.
-//! * Times near `u64::MAX` saturate ("never within the run") instead of
-//!   wrapping: a deadline of `u64::MAX` is never missed, a sleep of
-//!   `u64::MAX` never ends, a disk bottom half of 2^80 ns never completes.
+//! * Times beyond 10^6 s are refused by `SimConfig::check` (a deadline or a
+//!   sleep of `u64::MAX`, a disk bottom half of 2^80 ns); the longest times
+//!   accepted saturate ("never within the run") instead of wrapping.
 //! * A zero-delay event loop is an error, not an endless run.
 
 use irqlab_sim::{simulate, SimConfig};
@@ -67,38 +67,49 @@ fn run(v: serde_json::Value) -> irqlab_sim::Metrics {
     simulate(cfg).expect("simulates").0
 }
 
+/// The error a configuration is refused with (`SimConfig::check`).
+fn refused(v: serde_json::Value) -> String {
+    let cfg: SimConfig = serde_json::from_value(v).expect("valid shape");
+    simulate(cfg).expect_err("refused").to_string()
+}
+
+/// The longest time a configuration may hold (10^6 s).
+const MAX_TIME: u64 = 1_000_000_000_000_000;
+
 #[test]
-fn a_deadline_of_u64_max_is_never_missed() {
-    let m = run(one_task(
+fn u64_max_times_are_refused_and_the_longest_accepted_saturate() {
+    let e = refused(one_task(
         json!([{"op": "compute", "ns": 10_000}]),
         Some(u64::MAX),
+    ));
+    assert!(e.contains("deadline"), "{e}");
+    // a deadline of 10^6 s is never missed
+    let m = run(one_task(
+        json!([{"op": "compute", "ns": 10_000}]),
+        Some(MAX_TIME),
     ));
     // releases at 0, 1 ms, ..., 100 ms; the last one is still running
     assert_eq!((m.tasks[0].released, m.tasks[0].completed), (101, 100));
     assert_eq!(m.tasks[0].deadline_misses, 0);
-}
-
-#[test]
-fn a_sleep_of_u64_max_never_ends() {
-    let m = run(one_task(
-        json!([{"op": "compute", "ns": 10_000}, {"op": "sleep", "ns": u64::MAX}]),
-        None,
-    ));
+    let sleep = |ns: u64| json!([{"op": "compute", "ns": 10_000}, {"op": "sleep", "ns": ns}]);
+    let e = refused(one_task(sleep(u64::MAX), None));
+    assert!(e.contains("sleep") || e.contains("ns"), "{e}");
+    // a sleep of 10^6 s (less the compute) does not end within the run
+    let m = run(one_task(sleep(MAX_TIME - 10_000), None));
     assert_eq!(m.tasks[0].released, 101);
-    assert_eq!(m.tasks[0].completed, 0, "the first job sleeps forever");
+    assert_eq!(m.tasks[0].completed, 0, "the first job sleeps past the run");
 }
 
 #[test]
-fn a_disk_bottom_half_of_2_pow_80_ns_saturates() {
+fn a_disk_bottom_half_of_2_pow_80_ns_is_refused() {
     let mut v = one_task(json!([{"op": "io", "device": 0}]), None);
     v["path"] = json!("quest-no-iovcpu");
     v["classes"] = json!([{"name": "c", "iovcpu": null, "consumer": 0}]);
     v["devices"] = json!([{"name": "d", "cpu": 0, "class": 0, "kind": "disk",
         "latency": 1_000, "top_half": 1_000, "per_sector": 1u64 << 40,
         "sectors": 1u64 << 40, "sector_bytes": 512}]);
-    let m = run(v);
-    assert_eq!(m.devices[0].handled, 0, "the bottom half is still running");
-    assert_eq!(m.tasks[0].completed, 0);
+    let e = refused(v);
+    assert!(e.contains("per_sector") || e.contains("sectors"), "{e}");
 }
 
 #[test]
