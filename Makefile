@@ -60,7 +60,7 @@ demo: setup
 guest:
 	$(MAKE) -C guest
 
-test: setup lint test-rust test-python fuzz-smoke
+test: setup lint fuzz-smoke test-rust test-python
 
 lint:
 	$(CARGO) fmt --all -- --check
