@@ -555,7 +555,7 @@ pub struct SimConfig {
     pub max_completions: usize,
 }
 
-fn default_max_completions() -> usize {
+pub(crate) fn default_max_completions() -> usize {
     10_000
 }
 

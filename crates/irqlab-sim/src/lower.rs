@@ -374,7 +374,9 @@ fn trace_cfg(s: &irqlab_model::model::Simulation) -> TraceCfg {
 /// Completion times kept per task (`simulation.max_completions`).
 fn max_completions(s: &irqlab_model::model::Simulation) -> usize {
     s.max_completions
-        .map_or(10_000, |n| usize::try_from(n).unwrap_or(usize::MAX))
+        .map_or(crate::config::default_max_completions(), |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        })
 }
 
 /// One arrival time per line (a duration with unit; `#` comments and a
