@@ -182,8 +182,10 @@ def model_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:
     """Bounds of a lowered ``quest`` / ``quest-no-iovcpu`` / ``linux`` machine
     (``LoadedModel.sim_config``): per CPU the interrupt load, QUEST-VCPU
     Eq. 1 and each server's response; per task its response over its
-    server's supply, or ``None`` and the reason in ``note``; ``ok`` and
-    ``failures`` summarize. Raises ``ValueError`` on a bad configuration."""
+    server's supply, or ``None`` and the reason in ``note``; per task and
+    device it reads (``io``) the read's latency bound (``latency``, its
+    ``terms``) or the reason there is none; ``ok`` and ``failures``
+    summarize. Raises ``ValueError`` on a bad configuration."""
     return json.loads(_a.model_bounds(json.dumps(sim_config)))
 
 

@@ -167,12 +167,16 @@ def test_analyze_vint_case_study(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_analyze_other_paths_and_bad_input(tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    """Non-hypervisor models keep QUEST-VCPU Eq. 1 (quest-table1 has a CD
-    reader in an endless loop: no bound for it, exit 1); a bad model exits 2
-    naming the field."""
+    """Non-hypervisor models keep QUEST-VCPU Eq. 1 (quest-table1 is
+    overloaded: its servers do not get their budgets, exit 1; its CD reader,
+    released once, has no deadline, and its reads no bound because one
+    bottom half exceeds the I/O VCPU's C_max); a bad model exits 2 naming
+    the field."""
     assert main(["analyze", str(scenario_path("quest-table1"))]) == 1
     out = capsys.readouterr().out
-    assert "QUEST-VCPU Eq. 1" in out and "VCPU1.cd-reader: no bound: not periodic" in out
+    assert "QUEST-VCPU Eq. 1" in out and "VCPU1.cd-reader  in VCPU1: released once" in out
+    assert "server VCPU0: it does not receive its budget within its period" in out
+    assert "read VCPU1.cd-reader <- cdrom: no bound: Omega_IO 3840000 ns exceeds" in out
     bad = scenario_path("vint-analysis").read_text().replace("budget: 3ms", "budget: -3ms", 1)
     model = tmp_path / "bad.yaml"
     model.write_text(bad)

@@ -105,6 +105,27 @@ fn requested(cfg: &SimConfig, device: usize) -> Result<(u64, u64, u64), String> 
     }
 }
 
+/// A USB endpoint serves one request at a time (the simulator's
+/// `usb_start`): the next transfer starts no earlier than the previous
+/// completion and takes at least `bytes / rate`, so completions are at
+/// least that far apart whatever the tasks request -- the bound of an
+/// endpoint read in an endless loop (USB-DIFFSERV §II-A: the host
+/// controller schedules every transfer; a device never interrupts
+/// unasked).
+fn usb_endpoint(bytes: u64, rate: u64) -> Result<(u64, u64, u64), String> {
+    let gap = (u128::from(bytes) * 1_000_000_000).div_ceil(u128::from(rate.max(1)));
+    match u64::try_from(gap) {
+        Ok(g) if g > 0 => Ok((1, g, 0)),
+        _ => Err("a zero-byte transfer takes no time: no arrival bound".into()),
+    }
+}
+
+/// Long-run arrivals per ns of `(count, period, jitter)`, to pick the
+/// tighter of two sound bounds.
+fn rate_of((n, t, _): (u64, u64, u64)) -> f64 {
+    n as f64 / t.max(1) as f64
+}
+
 /// The arrival bound of a NIC's packets.
 fn nic(arrival: &ArrivalCfg) -> Result<(u64, u64, u64), String> {
     match arrival {
@@ -184,13 +205,20 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                     omega_io,
                     kfree,
                     echo_of,
+                    bytes,
+                    rate,
                     ..
                 } => {
                     let x = cfg.xhci.get(*controller);
-                    let arrivals = if echo_of.is_some() {
-                        Err("an echo endpoint completes when data comes back (not covered)".into())
-                    } else {
-                        requested(cfg, d)
+                    let own = usb_endpoint(*bytes, *rate);
+                    let arrivals = match (echo_of, requested(cfg, d)) {
+                        // an echo endpoint completes when data comes back:
+                        // only its own transfer time bounds it
+                        (Some(_), _) | (None, Err(_)) => own,
+                        (None, Ok(r)) => Ok(match own {
+                            Ok(o) if rate_of(o) < rate_of(r) => o,
+                            _ => r,
+                        }),
                     };
                     (
                         x.map_or(dev.cpu, |x| x.cpu),
@@ -209,36 +237,6 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
             }
         })
         .collect()
-}
-
-/// A periodic task that only computes: `(wcet, period, deadline)`.
-pub fn compute_only(release: &Release, program: &[Phase]) -> Result<(u64, u64, u64), &'static str> {
-    fn wcet(p: &[Phase]) -> Result<u64, &'static str> {
-        p.iter().try_fold(0u64, |acc, ph| {
-            Ok(acc.saturating_add(match ph {
-                Phase::Compute { ns } => *ns,
-                Phase::Bind { .. } => 0,
-                Phase::Loop {
-                    count: Some(c),
-                    body,
-                } => wcet(body)?.saturating_mul(*c),
-                Phase::Loop { count: None, .. } => return Err("an endless loop"),
-                Phase::Io { .. } => {
-                    return Err(
-                        "blocking I/O: the response includes the device's time (see the \
-                                I/O bounds)",
-                    )
-                }
-                Phase::Sleep { .. } => return Err("a sleep inside the job"),
-            }))
-        })
-    }
-    match release {
-        Release::Periodic {
-            period, deadline, ..
-        } => Ok((wcet(program)?, *period, deadline.unwrap_or(*period))),
-        Release::Once { .. } => Err("not periodic"),
-    }
 }
 
 /// Runs whenever nothing above it in its server does, forever.

@@ -16,6 +16,7 @@ mod engine;
 pub mod error;
 pub mod hypervisor_bounds;
 mod hypervisor_inputs;
+pub mod io_bounds;
 pub mod lower;
 pub mod machine;
 pub mod metrics;

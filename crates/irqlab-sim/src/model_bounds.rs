@@ -35,10 +35,11 @@
 //! Design principles: the equations live in `irqlab_analysis`; this module
 //! maps the configuration onto them and never invents a bound.
 
-use crate::arrival_bounds::{
-    self, bottom_halves_in, compute_only, is_background, served_period, Source,
-};
+use crate::arrival_bounds::{self, bottom_halves_in, is_background, requests, Source};
 use crate::config::{InterruptPath, PolicyCfg, SimConfig};
+use crate::io_bounds::{
+    pibs_interference, read_latency, segmented, suspends, task_demand, top_halves, IoBound,
+};
 use crate::SimError;
 use irqlab_analysis::quest;
 use irqlab_analysis::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
@@ -49,6 +50,9 @@ pub struct ModelBounds {
     pub path: String,
     pub cpus: Vec<CpuBound>,
     pub tasks: Vec<TaskBound>,
+    /// Per task and device it reads: the read's latency bound
+    /// (`io_bounds`).
+    pub io: Vec<IoBound>,
     /// Every task bounded within its deadline and every server within its
     /// period.
     pub ok: bool,
@@ -199,8 +203,20 @@ pub fn model_bounds(cfg: &SimConfig) -> Result<ModelBounds, SimError> {
             t.note.as_deref().unwrap_or("no bound")
         ));
     }
+    let io = cfg
+        .tasks
+        .iter()
+        .enumerate()
+        .flat_map(|(ti, t)| {
+            (0..cfg.devices.len())
+                .filter(|&d| requests(&t.program, d) != Some(0))
+                .map(move |d| (ti, d))
+        })
+        .map(|(ti, d)| read_latency(cfg, &sources, ti, d))
+        .collect();
     Ok(ModelBounds {
         path: format!("{:?}", cfg.path).to_lowercase(),
+        io,
         ok: failures.is_empty(),
         failures,
         cpus,
@@ -226,7 +242,7 @@ fn cpu_bounds(
             note: s.arrivals.clone().err(),
         })
         .collect();
-    let irq: Option<Vec<Interferer>> = mine.iter().map(|s| s.interferer(linux)).collect();
+    let irq: Option<Vec<Interferer>> = top_halves(sources, c, linux, None).ok();
     let load = irq.as_ref().map(|v| {
         v.iter()
             .filter(|i| i.period != arrival_bounds::ONCE)
@@ -259,17 +275,10 @@ fn cpu_bounds(
         .collect();
 
     // PIBS I/O VCPUs: U (w + 2 T) above every Main VCPU of the CPU
-    let mut pibs: Vec<Interferer> = Vec::new();
-    if cfg.path == InterruptPath::Quest {
-        for &s in &server_ids {
-            if let PolicyCfg::Pibs { num, den, .. } = cfg.servers[s].policy {
-                let t = served_period(cfg, s);
-                if t > 0 {
-                    pibs.push(Interferer::new(num, den, 2 * t));
-                }
-            }
-        }
-    }
+    let pibs: Vec<Interferer> = pibs_interference(cfg, c)
+        .into_iter()
+        .map(|(_, i)| i)
+        .collect();
     // QUEST-VCPU Eq. 1
     let eq1 = (!linux).then(|| {
         let main: Vec<(u64, u64)> = server_ids
@@ -482,7 +491,16 @@ fn cpu_bounds(
             rows.push((i, row));
             continue;
         }
-        let (wcet, period, deadline) = match compute_only(&t.release, &t.program) {
+        // a task released once has no deadline: nothing to bound (its I/O
+        // latency is bounded per class, its interference on others is
+        // checked where they are)
+        if matches!(t.release, crate::config::Release::Once { .. }) {
+            row.schedulable = true;
+            row.note = Some("released once: no deadline".into());
+            rows.push((i, row));
+            continue;
+        }
+        let (wcet, period, deadline) = match task_demand(cfg, sources, i) {
             Ok(x) => x,
             Err(why) => {
                 row.note = Some(format!("no bound: {why}"));
@@ -519,7 +537,7 @@ fn cpu_bounds(
             if k == i || o.server != t.server || o.priority < t.priority {
                 continue;
             }
-            match compute_only(&o.release, &o.program) {
+            match task_demand(cfg, sources, k) {
                 Ok((w, p, _)) => hp.push(Interferer::new(w, p, 0)),
                 Err(_) => {
                     row.note = Some(format!("{} above it has no arrival bound", o.name));
@@ -550,7 +568,7 @@ fn cpu_bounds(
                         continue;
                     }
                     if fp_key(&os.policy, os.rank).unwrap_or(u64::MAX) <= k {
-                        match compute_only(&o.release, &o.program) {
+                        match task_demand(cfg, sources, k2) {
                             Ok((w, p, _)) => hp.push(Interferer::new(w, p, 0)),
                             Err(_) => {
                                 row.note =
@@ -568,6 +586,11 @@ fn cpu_bounds(
         };
         row.equation = eq.into();
         if row.note.is_some() {
+            rows.push((i, row));
+            continue;
+        }
+        if suspends(&t.program) {
+            segmented_row(cfg, sources, i, &hp, &sup, &mut row);
             rows.push((i, row));
             continue;
         }
@@ -598,4 +621,52 @@ fn cpu_bounds(
         },
         rows,
     )
+}
+
+/// A periodic task that reads or sleeps: `io_bounds::segmented` over its
+/// server's supply (one job at a time: a deadline within the period).
+fn segmented_row(
+    cfg: &SimConfig,
+    sources: &[Source],
+    i: usize,
+    hp: &[Interferer],
+    sup: &Supply,
+    row: &mut TaskBound,
+) {
+    let (Some(period), Some(deadline)) = (row.period, row.deadline) else {
+        return;
+    };
+    if deadline > period {
+        row.note = Some("a deadline beyond its period with suspensions (not covered)".into());
+        return;
+    }
+    let rta = |c: u64| {
+        analyse_supplied(
+            Analysed::new(c, arrival_bounds::ONCE, 0),
+            hp,
+            Origin::Arrival,
+            deadline,
+            Terms::ALL,
+            sup,
+        )
+        .ok()
+        .map(|r| r.response)
+    };
+    row.equation = "segments: FP RTA of each compute run over the server's supply, plus each \
+                    read's latency bound and each sleep (io_bounds)"
+        .into();
+    match segmented(cfg, sources, i, &rta) {
+        Ok((bound, exec)) => {
+            row.wcet = Some(exec);
+            if bound <= deadline {
+                row.response = Some(bound);
+                row.schedulable = true;
+            } else {
+                row.note = Some(format!(
+                    "its segmented bound {bound} ns exceeds its deadline"
+                ));
+            }
+        }
+        Err(why) => row.note = Some(format!("no bound: {why}")),
+    }
 }

@@ -164,6 +164,15 @@ def model_report(cfg: dict[str, Any]) -> dict[str, Any]:
             print(f"    task {t['name']:<16} {fmt(t['wcet'])} / {fmt(t['period'])} in "
                   f"{t['server']}: {fmt(t['response'])} vs deadline {fmt(t['deadline'])}{slack} "
                   f"[{t['equation'] or '-'}] -> {verdict(t['schedulable'], t['note'])}")
+    for r in b["io"]:
+        if r["latency"] is None:
+            print(f"  read {r['task']} <- {r['device']}: no bound: {r['note']}")
+            continue
+        t = r["terms"]
+        print(f"  read {r['task']} <- {r['device']}: latency <= {fmt(r['latency'])} (device "
+              f"{fmt(t['device'])} + moderation {fmt(t['moderation'])} + top half "
+              f"{fmt(t['top_half'])} + eligibility {fmt(t['eligibility'])} + bottom half "
+              f"{fmt(t['bottom_half'])})")
     return b
 
 

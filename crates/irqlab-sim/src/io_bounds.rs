@@ -1,0 +1,452 @@
+//! The latency of a blocking read on a `quest` machine -- from the task's
+//! request to its wake-up -- and the job demand of a periodic task that
+//! makes such reads, for `model_bounds`.
+//!
+//! A read of a USB endpoint or a disk goes through these steps, each
+//! bounded on its own and summed (every step starts when the previous one
+//! ends, so the sum is a bound on the whole):
+//!
+//! 1. **device**: a disk takes its `latency`; a USB transfer takes `bytes /
+//!    rate` plus up to `jitter`, and when it does not fit in what is left
+//!    of the current 125 us microframe, that rest too (USB-DIFFSERV §I, the
+//!    simulator's `usb_start`): at most `125 us + bytes / rate + jitter`;
+//! 2. **moderation** (USB): the interrupter holds its interrupt up to its
+//!    moderation interval (USB-DIFFSERV §III-C);
+//! 3. **top half**: the fixed-priority RTA of the top half with every other
+//!    top half of its CPU above it (`arrival_bounds`);
+//! 4. **eligibility**: the class's PIBS I/O VCPU may still be ineligible
+//!    after serving this task's previous request: at most `ceil(Omega_IO /
+//!    U) + 1` ns (QUEST-VCPU Alg. 7 line 5, rounded up once per advance);
+//! 5. **bottom half**: `Omega_IO` at the Main VCPU's inherited period
+//!    (QUEST-VCPU Alg. 10), the RTA with the CPU's top halves, the other
+//!    I/O VCPUs at `U (w + 2 T)` (QUEST-VCPU Eq. 3) and every Main VCPU at
+//!    or above that period interfering.
+//!
+//! `Omega_Main` (USB-DIFFSERV Eq. 1) runs in the task's own thread after
+//! the wake-up: it is the task's execution, not the read's latency. The
+//! task's response is then the FP RTA over its server's supply with every
+//! read's latency counted as execution (the suspension-oblivious
+//! analysis, safe for the task and for the tasks below it; Chen et al.,
+//! "Many suspensions, many problems", §4).
+//!
+//! Conditions (otherwise the read says why it has no bound): the `quest`
+//! path; the I/O VCPU serves this task alone (every device of its classes
+//! is a USB endpoint or disk requested by this task only, no `bind` phase
+//! moves one, no echo endpoint), so one request is outstanding at a time;
+//! `Omega_IO <= U T` (one budget serves a request); no explicit ranks on
+//! the CPU of the I/O VCPU (priorities are the periods). USB-DIFFSERV's
+//! own Eq. 1-3 (the paper's bound, without the device and top-half terms)
+//! stay in `irqlab.analysis.usb_io_bounds`.
+//!
+//! Design principle: every term names where it comes from, and a read
+//! without a bound says why instead of guessing one.
+
+use crate::arrival_bounds::{requests, served_period, Source, ONCE};
+use crate::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
+use crate::model_bounds::budget_of;
+use irqlab_analysis::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use serde::Serialize;
+
+/// The bound of one read (a task's blocking request to one device).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IoBound {
+    pub task: String,
+    pub device: String,
+    /// Request to wake-up, ns; `None` without a bound (see `note`).
+    pub latency: Option<u64>,
+    /// The five terms of the module doc, in order, when bounded.
+    pub terms: Option<IoTerms>,
+    pub equation: &'static str,
+    pub note: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct IoTerms {
+    pub device: u64,
+    pub moderation: u64,
+    pub top_half: u64,
+    pub eligibility: u64,
+    pub bottom_half: u64,
+}
+
+pub const EQUATION: &str = "device + moderation + top-half RTA + PIBS eligibility \
+     ceil(Omega_IO / U) + bottom-half RTA (QUEST-VCPU Alg. 7-10, Eq. 3)";
+
+/// The top halves of CPU `c` as interference (on `linux` with their bottom
+/// halves), every source but `except`; `Err`: a source without an arrival
+/// bound.
+pub(crate) fn top_halves(
+    sources: &[Source],
+    c: usize,
+    linux: bool,
+    except: Option<usize>,
+) -> Result<Vec<Interferer>, String> {
+    sources
+        .iter()
+        .filter(|s| s.cpu == c && Some(s.device) != except)
+        .map(|s| {
+            s.interferer(linux)
+                .ok_or_else(|| s.arrivals.clone().err().unwrap_or_default())
+        })
+        .collect()
+}
+
+/// The PIBS I/O VCPUs of CPU `c` on `quest`: `(server, U (w + 2 T))` with
+/// `T` the longest period each may inherit (QUEST-VCPU Eq. 3).
+pub(crate) fn pibs_interference(cfg: &SimConfig, c: usize) -> Vec<(usize, Interferer)> {
+    if cfg.path != InterruptPath::Quest {
+        return Vec::new();
+    }
+    (0..cfg.servers.len())
+        .filter(|&s| cfg.servers[s].cpu == c)
+        .filter_map(|s| match cfg.servers[s].policy {
+            PolicyCfg::Pibs { num, den, .. } => {
+                let t = served_period(cfg, s);
+                (t > 0).then(|| (s, Interferer::new(num, den, 2 * t)))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// The bound of task `ti`'s reads of device `d` on a `quest` machine.
+pub fn read_latency(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> IoBound {
+    let mut row = IoBound {
+        task: cfg.tasks[ti].name.clone(),
+        device: cfg.devices[d].name.clone(),
+        latency: None,
+        terms: None,
+        equation: EQUATION,
+        note: None,
+    };
+    match terms(cfg, sources, ti, d) {
+        Ok(t) => {
+            row.latency = Some(
+                [
+                    t.device,
+                    t.moderation,
+                    t.top_half,
+                    t.eligibility,
+                    t.bottom_half,
+                ]
+                .iter()
+                .fold(0u64, |a, &x| a.saturating_add(x)),
+            );
+            row.terms = Some(t);
+        }
+        Err(why) => row.note = Some(why),
+    }
+    row
+}
+
+fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoTerms, String> {
+    if cfg.path != InterruptPath::Quest {
+        return Err(format!(
+            "blocking I/O on the {:?} path is not covered (docs/analysis.md)",
+            cfg.path
+        ));
+    }
+    let dev = &cfg.devices[d];
+    let task = &cfg.tasks[ti];
+    // the class serving the read, its I/O VCPU, and the device's own terms
+    let (class, device, moderation, top, bottom, th_cpu) = match &dev.kind {
+        DeviceKind::Disk {
+            latency,
+            top_half,
+            per_sector,
+            sectors,
+            ..
+        } => (
+            dev.class,
+            *latency,
+            0,
+            *top_half,
+            per_sector.saturating_mul(*sectors),
+            dev.cpu,
+        ),
+        DeviceKind::Usb {
+            controller,
+            bytes,
+            rate,
+            jitter,
+            omega_io,
+            kfree,
+            echo_of,
+        } => {
+            if echo_of.is_some() {
+                return Err("an echo endpoint waits for the data written to it".into());
+            }
+            let x = cfg.xhci.get(*controller).ok_or("no such xHCI controller")?;
+            let it = x
+                .interrupters
+                .iter()
+                .find(|i| i.class == dev.class)
+                .ok_or("no interrupter of its class (it would use another class's)")?;
+            let xfer = u64::try_from(
+                (u128::from(*bytes) * 1_000_000_000).div_ceil(u128::from((*rate).max(1))),
+            )
+            .unwrap_or(u64::MAX);
+            (
+                dev.class,
+                crate::config::MICROFRAME_NS
+                    .saturating_add(xfer)
+                    .saturating_add(*jitter),
+                it.moderation,
+                x.top_half,
+                omega_io.saturating_add(*kfree),
+                x.cpu,
+            )
+        }
+        _ => return Err("a read of this device waits for traffic, not a request".into()),
+    };
+    let io = cfg.classes[class]
+        .iovcpu
+        .ok_or("its class has no I/O VCPU")?;
+    let PolicyCfg::Pibs { num, den, .. } = cfg.servers[io].policy else {
+        return Err("its class's I/O VCPU is not PIBS".into());
+    };
+    exclusive(cfg, ti, io)?;
+    let (_, t_main, _, _) = budget_of(&cfg.servers[task.server].policy)
+        .ok_or("its Main VCPU has no budget and period to inherit")?;
+    if u128::from(bottom) * u128::from(den) > u128::from(num) * u128::from(t_main) {
+        return Err(format!(
+            "Omega_IO {bottom} ns exceeds the I/O VCPU's C_max = U T = {num}/{den} x {t_main} ns"
+        ));
+    }
+    // 3: the top half behind every other top half of its CPU
+    let th_hp = top_halves(sources, th_cpu, false, Some(d))?;
+    let top_half = response(top, &th_hp).ok_or("the top half has no bound on its CPU")?;
+    // 4: eligibility, rounded up once per advance
+    let eligibility =
+        u64::try_from((u128::from(bottom) * u128::from(den)).div_ceil(u128::from(num.max(1))))
+            .unwrap_or(u64::MAX)
+            .saturating_add(1);
+    // 5: the bottom half at the inherited period
+    let c = cfg.servers[io].cpu;
+    let mut hp = top_halves(sources, c, false, None)?;
+    hp.extend(
+        pibs_interference(cfg, c)
+            .into_iter()
+            .filter(|&(s, _)| s != io)
+            .map(|(_, i)| i),
+    );
+    for sc in cfg.servers.iter().filter(|sc| sc.cpu == c) {
+        if sc.rank.is_some() {
+            return Err(format!(
+                "server {} has an explicit rank: priorities are not the periods",
+                sc.name
+            ));
+        }
+        // Main VCPUs at or above the inherited period (ties count)
+        if let Some((b, t, j, _)) = budget_of(&sc.policy) {
+            if t <= t_main {
+                hp.push(Interferer::new(b, t, j));
+            }
+        }
+    }
+    let bottom_half = response(bottom, &hp).ok_or("the bottom half has no bound on its CPU")?;
+    Ok(IoTerms {
+        device,
+        moderation,
+        top_half,
+        eligibility,
+        bottom_half,
+    })
+}
+
+/// The response of one job of `c` with `hp` above it, on a whole CPU.
+fn response(c: u64, hp: &[Interferer]) -> Option<u64> {
+    analyse_supplied(
+        Analysed::new(c, ONCE, 0),
+        hp,
+        Origin::Arrival,
+        ONCE,
+        Terms::ALL,
+        &Supply::Full,
+    )
+    .ok()
+    .map(|r| r.response)
+}
+
+/// The I/O VCPU `io` serves task `ti` alone: one request outstanding.
+fn exclusive(cfg: &SimConfig, ti: usize, io: usize) -> Result<(), String> {
+    let mine = |k: usize| cfg.classes.get(k).is_some_and(|c| c.iovcpu == Some(io));
+    for (k, class) in cfg.classes.iter().enumerate().filter(|&(k, _)| mine(k)) {
+        if class.consumer.is_some_and(|c| c != ti) {
+            return Err(format!("its I/O VCPU also serves class {}", class.name));
+        }
+        for (d, dev) in cfg.devices.iter().enumerate().filter(|(_, x)| x.class == k) {
+            let served = matches!(dev.kind, DeviceKind::Disk { .. })
+                || matches!(dev.kind, DeviceKind::Usb { echo_of: None, .. });
+            if !served {
+                return Err(format!("its I/O VCPU also serves {}", dev.name));
+            }
+            for (o, t) in cfg.tasks.iter().enumerate() {
+                if o != ti && requests(&t.program, d) != Some(0) {
+                    return Err(format!("its I/O VCPU also serves {}'s requests", t.name));
+                }
+            }
+        }
+    }
+    // a `bind` (USB-DIFFSERV Table III's mode change) moving a device into
+    // or out of the I/O VCPU's classes
+    fn moves(cfg: &SimConfig, p: &[Phase], mine: &dyn Fn(usize) -> bool) -> Option<usize> {
+        p.iter().find_map(|ph| match ph {
+            Phase::Bind { device, class } => {
+                let from = cfg.devices.get(*device).map_or(0, |d| d.class);
+                (mine(from) || mine(*class)).then_some(*device)
+            }
+            Phase::Loop { body, .. } => moves(cfg, body, mine),
+            _ => None,
+        })
+    }
+    for t in &cfg.tasks {
+        if let Some(d) = moves(cfg, &t.program, &mine) {
+            return Err(format!(
+                "task {} rebinds {} into or out of its I/O VCPU's classes",
+                t.name, cfg.devices[d].name
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `(demand, period, deadline)` of task `ti`'s job (a task released once:
+/// period and deadline `ONCE`): its computes, `Omega_Main` per read and every read's latency bound
+/// (suspension-oblivious); `Err`: why it has none.
+pub fn task_demand(
+    cfg: &SimConfig,
+    sources: &[Source],
+    ti: usize,
+) -> Result<(u64, u64, u64), String> {
+    job_demand(cfg, ti, &|d| {
+        let r = read_latency(cfg, sources, ti, d);
+        r.latency.ok_or_else(|| r.note.unwrap_or_default())
+    })
+}
+
+fn job_demand(
+    cfg: &SimConfig,
+    ti: usize,
+    latency: &dyn Fn(usize) -> Result<u64, String>,
+) -> Result<(u64, u64, u64), String> {
+    fn sum(
+        cfg: &SimConfig,
+        p: &[Phase],
+        latency: &dyn Fn(usize) -> Result<u64, String>,
+    ) -> Result<u64, String> {
+        p.iter().try_fold(0u64, |acc, ph| {
+            Ok(acc.saturating_add(match ph {
+                Phase::Compute { ns } => *ns,
+                Phase::Bind { .. } => 0,
+                Phase::Loop {
+                    count: Some(c),
+                    body,
+                } => sum(cfg, body, latency)?.saturating_mul(*c),
+                Phase::Loop { count: None, .. } => return Err("an endless loop".into()),
+                Phase::Io { device } => latency(*device)
+                    .map_err(|why| format!("blocking I/O on {}: {why}", cfg.devices[*device].name))?
+                    .saturating_add(cfg.devices[*device].omega_main),
+                Phase::Sleep { .. } => return Err("a sleep inside the job".into()),
+            }))
+        })
+    }
+    let t = &cfg.tasks[ti];
+    match t.release {
+        Release::Periodic {
+            period, deadline, ..
+        } => Ok((
+            sum(cfg, &t.program, latency)?,
+            period,
+            deadline.unwrap_or(period),
+        )),
+        // one job in all: as interference, its demand once
+        Release::Once { .. } => Ok((sum(cfg, &t.program, latency)?, ONCE, ONCE)),
+    }
+}
+
+/// A job that suspends (reads, sleeps), segment by segment: each run of
+/// computes between suspensions bounded by `rta` (a job of that size
+/// arriving at any instant: the critical instant of the busy-period
+/// analysis), each read by its latency bound, each sleep by its length,
+/// `Omega_Main` after a read as a segment of its own, and a loop as its
+/// count times its body. Splitting a segment never loses safety (the first
+/// part ends within its bound, the rest within its own from there).
+/// `Ok((bound, execution))`; `Err`: why there is none.
+pub fn segmented(
+    cfg: &SimConfig,
+    sources: &[Source],
+    ti: usize,
+    rta: &dyn Fn(u64) -> Option<u64>,
+) -> Result<(u64, u64), String> {
+    struct Walk<'a> {
+        cfg: &'a SimConfig,
+        sources: &'a [Source],
+        ti: usize,
+        rta: &'a dyn Fn(u64) -> Option<u64>,
+    }
+    impl Walk<'_> {
+        fn seg(&self, c: u64) -> Result<u64, String> {
+            if c == 0 {
+                return Ok(0);
+            }
+            (self.rta)(c).ok_or_else(|| format!("a {c} ns segment has no bound in its server"))
+        }
+        fn walk(&self, p: &[Phase]) -> Result<(u64, u64), String> {
+            let (mut bound, mut exec, mut run) = (0u64, 0u64, 0u64);
+            for ph in p {
+                let (b, e) = match ph {
+                    Phase::Compute { ns } => {
+                        run = run.saturating_add(*ns);
+                        continue;
+                    }
+                    Phase::Bind { .. } => continue,
+                    Phase::Io { device } => {
+                        let r = read_latency(self.cfg, self.sources, self.ti, *device);
+                        let l = r.latency.ok_or_else(|| {
+                            format!(
+                                "blocking I/O on {}: {}",
+                                self.cfg.devices[*device].name,
+                                r.note.unwrap_or_default()
+                            )
+                        })?;
+                        let om = self.cfg.devices[*device].omega_main;
+                        (l.saturating_add(self.seg(om)?), om)
+                    }
+                    Phase::Sleep { ns } => (*ns, 0),
+                    Phase::Loop {
+                        count: Some(c),
+                        body,
+                    } => {
+                        let (b, e) = self.walk(body)?;
+                        (b.saturating_mul(*c), e.saturating_mul(*c))
+                    }
+                    Phase::Loop { count: None, .. } => return Err("an endless loop".into()),
+                };
+                bound = bound.saturating_add(self.seg(run)?).saturating_add(b);
+                exec = exec.saturating_add(run).saturating_add(e);
+                run = 0;
+            }
+            Ok((
+                bound.saturating_add(self.seg(run)?),
+                exec.saturating_add(run),
+            ))
+        }
+    }
+    let w = Walk {
+        cfg,
+        sources,
+        ti,
+        rta,
+    };
+    w.walk(&cfg.tasks[ti].program)
+}
+
+/// The program blocks (reads or sleeps) somewhere.
+pub fn suspends(p: &[Phase]) -> bool {
+    p.iter().any(|ph| match ph {
+        Phase::Io { .. } | Phase::Sleep { .. } => true,
+        Phase::Loop { body, .. } => suspends(body),
+        _ => false,
+    })
+}
