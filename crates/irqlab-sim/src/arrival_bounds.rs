@@ -73,13 +73,23 @@ pub fn requests(program: &[Phase], device: usize) -> Option<u64> {
 fn requested(cfg: &SimConfig, device: usize) -> Result<(u64, u64, u64), String> {
     let mut out: Option<(u64, u64, u64)> = None;
     let mut total_once = 0u64;
+    let requesters = cfg
+        .tasks
+        .iter()
+        .filter(|t| requests(&t.program, device) != Some(0))
+        .count();
     for t in &cfg.tasks {
-        let n = requests(&t.program, device).ok_or_else(|| {
-            format!(
-                "task {} requests it in an endless loop: no arrival bound",
-                t.name
-            )
-        })?;
+        let Some(n) = requests(&t.program, device) else {
+            return if requesters == 1 {
+                paced(cfg, t, device)
+            } else {
+                Err(format!(
+                    "task {} requests it in an endless loop, beside other requesters \
+                     (not covered)",
+                    t.name
+                ))
+            };
+        };
         if n == 0 {
             continue;
         }
@@ -105,6 +115,103 @@ fn requested(cfg: &SimConfig, device: usize) -> Result<(u64, u64, u64), String> 
     }
 }
 
+/// The one task requesting `device` does so in an endless loop: each
+/// iteration executes at least `w` (its computes and the `Omega_Main` of
+/// its reads) in the task's server, and a sporadic server executes at most
+/// `C` in any window of length `T` (deferrable and polling: at most
+/// `ceil((D + T - C) / T) C` in a window `D`). Between the first and the
+/// last iteration with a completion in a window, every iteration runs
+/// entirely inside it, so a window `D` holds completions of at most
+/// `ceil((D + J) / T) ceil(C / w) + 2` iterations, `k` requests each: the
+/// bound `(k ceil(C / w), T, J + 2 T)`, plus the requests made before the
+/// loop.
+fn paced(
+    cfg: &SimConfig,
+    task: &crate::config::TaskCfg,
+    device: usize,
+) -> Result<(u64, u64, u64), String> {
+    let no = |why: &str| {
+        Err(format!(
+            "task {} requests it in an endless loop ({why}): no arrival bound",
+            task.name
+        ))
+    };
+    let server = &cfg.servers[task.server];
+    let (c, t, j) = match server.policy {
+        crate::config::PolicyCfg::Sporadic {
+            background: true, ..
+        } => return no("its server runs in background mode past its budget"),
+        crate::config::PolicyCfg::Sporadic { .. }
+        | crate::config::PolicyCfg::Deferrable { .. }
+        | crate::config::PolicyCfg::Polling { .. } => {
+            match crate::model_bounds::budget_of(&server.policy) {
+                Some((c, t, j, _)) => (c, t, j),
+                None => return no("its server has no budget"),
+            }
+        }
+        _ => return no("its server has no budget and period"),
+    };
+    let (mut before, mut body) = (0u64, None);
+    for (i, ph) in task.program.iter().enumerate() {
+        match ph {
+            Phase::Loop {
+                count: None,
+                body: b,
+            } if i + 1 == task.program.len() => body = Some(b),
+            _ => {
+                let one = std::slice::from_ref(ph);
+                match requests(one, device) {
+                    Some(n) => before = before.saturating_add(n),
+                    None => return no("a nested endless loop"),
+                }
+            }
+        }
+    }
+    let Some(body) = body else {
+        return no("a nested endless loop");
+    };
+    let k = match requests(body, device) {
+        Some(k) => k,
+        None => return no("a nested endless loop"),
+    };
+    let w = execution(cfg, body).ok_or_else(|| {
+        format!(
+            "task {} requests it in an endless loop (a nested endless loop): no arrival bound",
+            task.name
+        )
+    })?;
+    if w == 0 || t == 0 {
+        return no("an iteration executes nothing: the device alone paces it");
+    }
+    let n = k.saturating_mul(c.div_ceil(w));
+    if n == 0 {
+        return Ok((before, ONCE, 0)); // a server without budget never runs
+    }
+    let extra = before.div_ceil(n.max(1)).saturating_mul(t);
+    Ok((
+        n,
+        t,
+        j.saturating_add(t.saturating_mul(2)).saturating_add(extra),
+    ))
+}
+
+/// The execution of one run of `program` in its task's thread: computes and
+/// `Omega_Main` per request (`None`: an endless loop).
+fn execution(cfg: &SimConfig, program: &[Phase]) -> Option<u64> {
+    program.iter().try_fold(0u64, |acc, ph| {
+        Some(acc.saturating_add(match ph {
+            Phase::Compute { ns } => *ns,
+            Phase::Io { device } => cfg.devices.get(*device).map_or(0, |d| d.omega_main),
+            Phase::Loop {
+                count: Some(c),
+                body,
+            } => execution(cfg, body)?.saturating_mul(*c),
+            Phase::Loop { count: None, .. } => return None,
+            Phase::Sleep { .. } | Phase::Bind { .. } => 0,
+        }))
+    })
+}
+
 /// A USB endpoint serves one request at a time (the simulator's
 /// `usb_start`): the next transfer starts no earlier than the previous
 /// completion and takes at least `bytes / rate`, so completions are at
@@ -120,10 +227,21 @@ fn usb_endpoint(bytes: u64, rate: u64) -> Result<(u64, u64, u64), String> {
     }
 }
 
-/// Long-run arrivals per ns of `(count, period, jitter)`, to pick the
-/// tighter of two sound bounds.
-fn rate_of((n, t, _): (u64, u64, u64)) -> f64 {
-    n as f64 / t.max(1) as f64
+/// The tighter of two sound bounds: the one with fewer arrivals in a
+/// window `w` (the longest server period of the machine, the windows the
+/// RTAs look at); the error of the second when neither holds. Either is
+/// safe, so the choice only moves tightness.
+fn tighter(
+    a: Result<(u64, u64, u64), String>,
+    b: Result<(u64, u64, u64), String>,
+    w: u64,
+) -> Result<(u64, u64, u64), String> {
+    let eta = |(n, t, j): (u64, u64, u64)| Interferer::new(n, t, j).demand(w);
+    match (a, b) {
+        (Ok(x), Ok(y)) => Ok(if eta(x) < eta(y) { x } else { y }),
+        (Ok(x), Err(_)) => Ok(x),
+        (Err(_), y) => y,
+    }
 }
 
 /// The arrival bound of a NIC's packets.
@@ -157,6 +275,12 @@ fn nic(arrival: &ArrivalCfg) -> Result<(u64, u64, u64), String> {
 
 /// Every device's interrupt work and arrival bound.
 pub fn sources(cfg: &SimConfig) -> Vec<Source> {
+    let w = cfg
+        .servers
+        .iter()
+        .filter_map(|s| crate::model_bounds::budget_of(&s.policy).map(|b| b.1))
+        .max()
+        .unwrap_or(1_000_000_000);
     cfg.devices
         .iter()
         .enumerate()
@@ -194,11 +318,15 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                     dev.cpu,
                     *top_half,
                     per_sector.saturating_mul(*sectors),
-                    if *latency > 0 {
-                        Ok((1, *latency, 0))
-                    } else {
-                        requested(cfg, d)
-                    },
+                    tighter(
+                        if *latency > 0 {
+                            Ok((1, *latency, 0))
+                        } else {
+                            Err("a zero disk latency".into())
+                        },
+                        requested(cfg, d),
+                        w,
+                    ),
                 ),
                 DeviceKind::Usb {
                     controller,
@@ -211,14 +339,11 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                 } => {
                     let x = cfg.xhci.get(*controller);
                     let own = usb_endpoint(*bytes, *rate);
-                    let arrivals = match (echo_of, requested(cfg, d)) {
-                        // an echo endpoint completes when data comes back:
-                        // only its own transfer time bounds it
-                        (Some(_), _) | (None, Err(_)) => own,
-                        (None, Ok(r)) => Ok(match own {
-                            Ok(o) if rate_of(o) < rate_of(r) => o,
-                            _ => r,
-                        }),
+                    // an echo endpoint completes when data comes back:
+                    // only its own transfer time bounds it
+                    let arrivals = match echo_of {
+                        Some(_) => own,
+                        None => tighter(own, requested(cfg, d), w),
                     };
                     (
                         x.map_or(dev.cpu, |x| x.cpu),

@@ -7,15 +7,21 @@
 //! bound and misses nothing. Each batch must bound a fair share of its
 //! tasks and reads, or the check says little.
 //!
-//! Checked to fail (each change made by hand, then reverted): with the
-//! eligibility term left out of `read_latency` (a PIBS I/O VCPU assumed
-//! eligible at once), case 13 has a USB read 1.35 ms slower than its bound;
-//! with each compute segment counted at its bare length instead of its
-//! RTA over the server's supply, case 6 has a reader slower than its
-//! bound. The task bounds are loose (the worst simulated response is 48 %
-//! of its bound: every segment pays the periodic resource's blackout), so
-//! leaving the read latencies out of them goes unnoticed here; the reads'
-//! own check covers those terms.
+//! The interrupts of every device over the run stay within its arrival
+//! bound (a flooder reading a fast endpoint forever, paced by its own
+//! server: `arrival_bounds::paced`).
+//!
+//! Checked to fail (each change made by hand, then reverted): counting the
+//! flooder's requests once per server period instead of `ceil(C / w)`
+//! times, case 4's flood endpoint raises 21,356 interrupts against a bound
+//! of 692; with the eligibility term left out of `read_latency` (a PIBS
+//! I/O VCPU assumed eligible at once), case 55 has a disk read 315 us
+//! slower than its bound; with each compute segment counted at its bare
+//! length instead of its RTA over the server's supply, case 2 has a reader
+//! slower than its bound. The task bounds are loose (the worst simulated
+//! response is 39 % of its bound: every segment pays the periodic
+//! resource's blackout), so leaving the read latencies out of them goes
+//! unnoticed here; the reads' own check covers those terms.
 
 use irqlab_sim::config::{
     ClassCfg, DeviceCfg, DeviceKind, InterruptPath, InterrupterCfg, Phase, PolicyCfg, Release,
@@ -156,6 +162,67 @@ fn machine(r: &mut Rng) -> SimConfig {
             });
         }
     }
+    // a flooder: a task reading a fast USB endpoint in an endless loop, its
+    // top halves paced only by its own server (arrival_bounds::paced)
+    if r.below(2) == 0 {
+        let s = servers.len();
+        let t = (100 + r.below(400)) * U;
+        servers.push(server(
+            "flood".into(),
+            PolicyCfg::Sporadic {
+                budget: (t / U / 10 + r.below(t / U / 10)) * U,
+                period: t,
+                max_repl: 32,
+                background: false,
+            },
+        ));
+        servers.push(server(
+            "io.flood".into(),
+            PolicyCfg::Pibs {
+                num: 1 + r.below(10),
+                den: 100,
+                strict: false,
+            },
+        ));
+        classes.push(ClassCfg {
+            name: "flood".into(),
+            iovcpu: Some(s + 1),
+            consumer: None,
+        });
+        interrupters.push(InterrupterCfg {
+            class: classes.len() - 1,
+            moderation: 0,
+        });
+        devices.push(DeviceCfg {
+            name: "flood".into(),
+            irq_priority: 0,
+            cpu: 0,
+            class: classes.len() - 1,
+            omega_main: (1 + r.below(4)) * U / 2,
+            kind: DeviceKind::Usb {
+                controller: 0,
+                bytes: 64,
+                rate: 60_000_000,
+                jitter: 0,
+                omega_io: U / 2,
+                kfree: 0,
+                echo_of: None,
+            },
+        });
+        tasks.push(TaskCfg {
+            name: "flooder".into(),
+            server: s,
+            priority: 1,
+            release: Release::Once { at: 0 },
+            program: vec![Phase::Loop {
+                count: None,
+                body: vec![Phase::Io {
+                    device: devices.len() - 1,
+                }],
+            }],
+            abort_on_miss: false,
+        });
+    }
     // a generic interrupt source with its own I/O VCPU
     if r.below(2) == 0 {
         let io = servers.len();
@@ -244,6 +311,24 @@ fn reads_and_readers_within_bounds() {
             );
             assert_eq!(sim.deadline_misses, 0, "case {case}: task {}", t.name);
         }
+        // every device's interrupts over the run within its arrival bound
+        for x in b.cpus.iter().flat_map(|c| &c.interrupts) {
+            let Some((n, t, j)) = x.arrivals else {
+                continue;
+            };
+            let eta = n.saturating_mul((cfg.duration + j).div_ceil(t));
+            let d = m
+                .devices
+                .iter()
+                .find(|d| d.name == x.device)
+                .expect("device");
+            assert!(
+                d.interrupts <= eta,
+                "case {case} {}: {} interrupts > {eta} = {n} ceil((D + {j}) / {t})",
+                x.device,
+                d.interrupts
+            );
+        }
         for io in &b.io {
             reads += 1;
             let Some(bound) = io.latency else { continue };
@@ -269,4 +354,39 @@ fn reads_and_readers_within_bounds() {
         bounded * 3 >= tasks && reads_bounded * 2 >= reads,
         "only {bounded}/{tasks} tasks and {reads_bounded}/{reads} reads bounded"
     );
+}
+
+/// By hand: a reader looping forever on a 512 B endpoint at 60 MB/s
+/// (8,534 ns per transfer) with 20 us of `Omega_Main` per read, in a 1 ms /
+/// 20 ms sporadic server: `ceil(1 ms / 20 us) = 50` reads per 20 ms, jitter
+/// `2 T` (the iterations cut by a window's ends), against the endpoint's own
+/// one per 8,534 ns -- in a 20 ms window 150 against 2,344, so the pacing
+/// is the bound. Without `Omega_Main` nothing executes per iteration and
+/// the endpoint's own bound remains.
+#[test]
+fn endless_reader_paced_by_its_server() {
+    let model = |omega_main: &str| {
+        format!(
+            "machine: {{cpus: 1, path: quest}}
+vcpus:
+  - {{name: low, policy: sporadic, budget: 1ms, period: 20ms}}
+  - {{name: io, kind: io, policy: pibs, utilization: 40%, io_class: usb}}
+tasks:
+  - {{name: low, vcpu: low, program: [{{forever: [{{read: tty}}]}}]}}
+xhci:
+  - {{name: xhci, top_half: 5us, interrupter_map: [usb]}}
+devices:
+  - {{name: tty, kind: usb, class: usb, controller: xhci, rate: 60MB/s,
+     request: 512B, omega_io: 200us, omega_main: {omega_main}}}
+"
+        )
+    };
+    let arrivals = |omega_main: &str| {
+        let (m, _) = irqlab_model::load_str(&model(omega_main)).expect("valid model");
+        let cfg = irqlab_sim::lower::from_model(&m, std::path::Path::new(".")).expect("lowers");
+        let b = model_bounds(&cfg).expect("bounds");
+        b.cpus[0].interrupts[0].arrivals
+    };
+    assert_eq!(arrivals("20us"), Some((50, 20_000_000, 40_000_000)));
+    assert_eq!(arrivals("0ns"), Some((1, 8_534, 0)));
 }
