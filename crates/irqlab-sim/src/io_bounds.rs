@@ -1,4 +1,4 @@
-//! The latency of a blocking read on a `quest` machine -- from the task's
+//! The latency of a blocking read on a `quest` or `linux` machine -- from the task's
 //! request to its wake-up -- and the job demand of a periodic task that
 //! makes such reads, for `model_bounds`.
 //!
@@ -29,8 +29,11 @@
 //! analysis, safe for the task and for the tasks below it; Chen et al.,
 //! "Many suspensions, many problems", §4).
 //!
-//! Conditions (otherwise the read says why it has no bound): the `quest`
-//! path; the I/O VCPU serves this task alone (every device of its classes
+//! On `linux` steps 4-5 are one: the bottom half runs in softirq context
+//! or in ksoftirqd, no later than at ksoftirqd's SCHED_FIFO priority
+//! (`linux_bottom_half`).
+//!
+//! Conditions on `quest` (otherwise the read says why it has no bound): the I/O VCPU serves this task alone (every device of its classes
 //! is a USB endpoint or disk requested by this task only, no `bind` phase
 //! moves one, no echo endpoint), so one request is outstanding at a time;
 //! `Omega_IO <= U T` (one budget serves a request); no explicit ranks on
@@ -71,6 +74,10 @@ pub struct IoTerms {
 
 pub const EQUATION: &str = "device + moderation + top-half RTA + PIBS eligibility \
      ceil(Omega_IO / U) + bottom-half RTA (QUEST-VCPU Alg. 7-10, Eq. 3)";
+
+pub const LINUX_EQUATION: &str = "device + moderation + top-half RTA + bottom-half RTA at \
+     ksoftirqd's priority (every top and bottom half of the CPU, SCHED_DEADLINE servers and \
+     more urgent FIFO tasks above)";
 
 /// The top halves of CPU `c` as interference (on `linux` with their bottom
 /// halves), every source but `except`; `Err`: a source without an arrival
@@ -116,7 +123,11 @@ pub fn read_latency(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) ->
         device: cfg.devices[d].name.clone(),
         latency: None,
         terms: None,
-        equation: EQUATION,
+        equation: if cfg.path == InterruptPath::Linux {
+            LINUX_EQUATION
+        } else {
+            EQUATION
+        },
         note: None,
     };
     match terms(cfg, sources, ti, d) {
@@ -140,7 +151,7 @@ pub fn read_latency(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) ->
 }
 
 fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoTerms, String> {
-    if cfg.path != InterruptPath::Quest {
+    if !matches!(cfg.path, InterruptPath::Quest | InterruptPath::Linux) {
         return Err(format!(
             "blocking I/O on the {:?} path is not covered (docs/analysis.md)",
             cfg.path
@@ -177,11 +188,17 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
                 return Err("an echo endpoint waits for the data written to it".into());
             }
             let x = cfg.xhci.get(*controller).ok_or("no such xHCI controller")?;
-            let it = x
-                .interrupters
-                .iter()
-                .find(|i| i.class == dev.class)
-                .ok_or("no interrupter of its class (it would use another class's)")?;
+            let it = match x.interrupters.iter().find(|i| i.class == dev.class) {
+                Some(it) => it,
+                None if cfg.path == InterruptPath::Linux => x
+                    .interrupters
+                    .iter()
+                    .max_by_key(|i| i.moderation)
+                    .ok_or("an xHCI controller without interrupters")?,
+                None => {
+                    return Err("no interrupter of its class (it would use another class's)".into())
+                }
+            };
             let xfer = u64::try_from(
                 (u128::from(*bytes) * 1_000_000_000).div_ceil(u128::from((*rate).max(1))),
             )
@@ -199,6 +216,19 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
         }
         _ => return Err("a read of this device waits for traffic, not a request".into()),
     };
+    // 3: the top half behind every other top half of its CPU
+    let th_hp = top_halves(sources, th_cpu, false, Some(d))?;
+    let top_half = response(top, &th_hp).ok_or("the top half has no bound on its CPU")?;
+    if cfg.path == InterruptPath::Linux {
+        let bottom_half = linux_bottom_half(cfg, sources, ti, d, bottom, th_cpu)?;
+        return Ok(IoTerms {
+            device,
+            moderation,
+            top_half,
+            eligibility: 0,
+            bottom_half,
+        });
+    }
     let io = cfg.classes[class]
         .iovcpu
         .ok_or("its class has no I/O VCPU")?;
@@ -213,9 +243,6 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
             "Omega_IO {bottom} ns exceeds the I/O VCPU's C_max = U T = {num}/{den} x {t_main} ns"
         ));
     }
-    // 3: the top half behind every other top half of its CPU
-    let th_hp = top_halves(sources, th_cpu, false, Some(d))?;
-    let top_half = response(top, &th_hp).ok_or("the top half has no bound on its CPU")?;
     // 4: eligibility, rounded up once per advance
     let eligibility =
         u64::try_from((u128::from(bottom) * u128::from(den)).div_ceil(u128::from(num.max(1))))
@@ -252,6 +279,81 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
         eligibility,
         bottom_half,
     })
+}
+
+/// `linux`: the bottom half runs in softirq context at IRQ exit or, once
+/// work is deferred, in the CPU's ksoftirqd (SCHED_FIFO): either way no
+/// later than at ksoftirqd's priority behind every other top and bottom
+/// half of the CPU, the SCHED_DEADLINE servers and the FIFO tasks at or
+/// above ksoftirqd's priority. The device serves only this task (one
+/// request outstanding).
+fn linux_bottom_half(
+    cfg: &SimConfig,
+    sources: &[Source],
+    ti: usize,
+    d: usize,
+    bottom: u64,
+    c: usize,
+) -> Result<u64, String> {
+    if let Some((_, t)) = cfg
+        .tasks
+        .iter()
+        .enumerate()
+        .find(|(o, t)| *o != ti && requests(&t.program, d) != Some(0))
+    {
+        return Err(format!("{} requests the device too", t.name));
+    }
+    fn binds(p: &[Phase], d: usize) -> bool {
+        p.iter().any(|ph| match ph {
+            Phase::Bind { device, .. } => *device == d,
+            Phase::Loop { body, .. } => binds(body, d),
+            _ => false,
+        })
+    }
+    if let Some(t) = cfg.tasks.iter().find(|t| binds(&t.program, d)) {
+        return Err(format!("task {} rebinds the device at run time", t.name));
+    }
+    if !matches!(cfg.linux.ksoftirqd, PolicyCfg::Unbounded) {
+        return Err("a SCHED_DEADLINE ksoftirqd is not covered".into());
+    }
+    let rank = cfg.linux.ksoftirqd_rank;
+    let mut hp = top_halves(sources, c, true, Some(d))?;
+    for (s, sc) in cfg.servers.iter().enumerate().filter(|(_, sc)| sc.cpu == c) {
+        match sc.policy {
+            PolicyCfg::Cbs { .. } => {
+                if let Some((q, p, j, _)) = budget_of(&sc.policy) {
+                    hp.push(Interferer::new(q, p, j));
+                }
+            }
+            PolicyCfg::Unbounded if sc.rank.unwrap_or(u64::MAX) <= rank => {
+                // the reader itself waits for this bottom half
+                for (k, t) in cfg
+                    .tasks
+                    .iter()
+                    .enumerate()
+                    .filter(|&(k, t)| t.server == s && k != ti)
+                {
+                    let (w, p, _) =
+                        job_demand(cfg, k, &|_| Err("it suspends".into())).map_err(|why| {
+                            format!(
+                                "task {} above ksoftirqd has no arrival bound ({why})",
+                                t.name
+                            )
+                        })?;
+                    hp.push(Interferer::new(w, p, 0));
+                }
+            }
+            PolicyCfg::Unbounded => {}
+            _ => {
+                return Err(format!(
+                    "server {}: budgeted fixed-priority servers beside ksoftirqd are not covered",
+                    sc.name
+                ))
+            }
+        }
+    }
+    response(bottom, &hp)
+        .ok_or_else(|| "the bottom half has no bound at ksoftirqd's priority".into())
 }
 
 /// The response of one job of `c` with `hp` above it, on a whole CPU.
