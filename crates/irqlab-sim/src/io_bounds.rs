@@ -46,7 +46,7 @@
 
 use crate::arrival_bounds::{requests, served_period, Source, ONCE};
 use crate::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
-use crate::model_bounds::budget_of;
+use crate::model_bounds::{budget_of, TaskBound};
 use irqlab_analysis::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
 use serde::Serialize;
 
@@ -551,4 +551,52 @@ pub fn suspends(p: &[Phase]) -> bool {
         Phase::Loop { body, .. } => suspends(body),
         _ => false,
     })
+}
+
+/// A periodic task that reads or sleeps: `io_bounds::segmented` over its
+/// server's supply (one job at a time: a deadline within the period).
+pub(crate) fn segmented_row(
+    cfg: &SimConfig,
+    sources: &[Source],
+    i: usize,
+    hp: &[Interferer],
+    sup: &Supply,
+    row: &mut TaskBound,
+) {
+    let (Some(period), Some(deadline)) = (row.period, row.deadline) else {
+        return;
+    };
+    if deadline > period {
+        row.note = Some("a deadline beyond its period with suspensions (not covered)".into());
+        return;
+    }
+    let rta = |c: u64| {
+        analyse_supplied(
+            Analysed::new(c, ONCE, 0),
+            hp,
+            Origin::Arrival,
+            deadline,
+            Terms::ALL,
+            sup,
+        )
+        .ok()
+        .map(|r| r.response)
+    };
+    row.equation = "segments: FP RTA of each compute run over the server's supply, plus each \
+                    read's latency bound and each sleep (io_bounds)"
+        .into();
+    match segmented(cfg, sources, i, &rta) {
+        Ok((bound, exec)) => {
+            row.wcet = Some(exec);
+            if bound <= deadline {
+                row.response = Some(bound);
+                row.schedulable = true;
+            } else {
+                row.note = Some(format!(
+                    "its segmented bound {bound} ns exceeds its deadline"
+                ));
+            }
+        }
+        Err(why) => row.note = Some(format!("no bound: {why}")),
+    }
 }

@@ -38,7 +38,7 @@
 use crate::arrival_bounds::{self, bottom_halves_in, is_background, requests, Source};
 use crate::config::{InterruptPath, PolicyCfg, SimConfig};
 use crate::io_bounds::{
-    pibs_interference, read_latency, segmented, suspends, task_demand, top_halves, IoBound,
+    pibs_interference, read_latency, segmented_row, suspends, task_demand, top_halves, IoBound,
 };
 use crate::SimError;
 use irqlab_analysis::quest;
@@ -621,52 +621,4 @@ fn cpu_bounds(
         },
         rows,
     )
-}
-
-/// A periodic task that reads or sleeps: `io_bounds::segmented` over its
-/// server's supply (one job at a time: a deadline within the period).
-fn segmented_row(
-    cfg: &SimConfig,
-    sources: &[Source],
-    i: usize,
-    hp: &[Interferer],
-    sup: &Supply,
-    row: &mut TaskBound,
-) {
-    let (Some(period), Some(deadline)) = (row.period, row.deadline) else {
-        return;
-    };
-    if deadline > period {
-        row.note = Some("a deadline beyond its period with suspensions (not covered)".into());
-        return;
-    }
-    let rta = |c: u64| {
-        analyse_supplied(
-            Analysed::new(c, arrival_bounds::ONCE, 0),
-            hp,
-            Origin::Arrival,
-            deadline,
-            Terms::ALL,
-            sup,
-        )
-        .ok()
-        .map(|r| r.response)
-    };
-    row.equation = "segments: FP RTA of each compute run over the server's supply, plus each \
-                    read's latency bound and each sleep (io_bounds)"
-        .into();
-    match segmented(cfg, sources, i, &rta) {
-        Ok((bound, exec)) => {
-            row.wcet = Some(exec);
-            if bound <= deadline {
-                row.response = Some(bound);
-                row.schedulable = true;
-            } else {
-                row.note = Some(format!(
-                    "its segmented bound {bound} ns exceeds its deadline"
-                ));
-            }
-        }
-        Err(why) => row.note = Some(format!("no bound: {why}")),
-    }
 }
