@@ -2,8 +2,10 @@
 
 Contract: ``--list`` prints one experiment name per line. ``reproduce NAME``
 prints a table of paper vs irqlab, writes figures to ``--out`` and, with
-``--json FILE``, ``{"experiment", "checks": [{claim, paper, irqlab,
-tolerance, holds}], ...}``. Exit code 0 even when a check does not hold.
+``--json FILE``, ``{"experiment", "summary", "checks": [{claim, paper,
+irqlab, tolerance, holds, kind, value, lower, upper, falsifier: {variant,
+irqlab, holds}, paper_params, note}], ...}``. Exit code 0 even when a check
+does not hold.
 """
 
 from __future__ import annotations
@@ -26,14 +28,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def format_checks(result: experiments.Result) -> str:
-    rows = [("claim", "paper", "irqlab", "tolerance", "holds")]
+    """The claims as a table, each followed by its falsifier's line and, for a
+    claim off the paper's parameters or one that does not hold, its note."""
+    rows = [("claim", "paper", "irqlab", "band", "holds")]
+    extra: list[list[str]] = [[]]
     for c in result.checks:
         holds = "yes" if c.holds else "NO"
         rows.append((c.claim, str(c.paper), str(c.irqlab), str(c.tolerance), holds))
+        more = []
+        f = c.falsifier
+        if f is not None:
+            verdict = {None: "not run", True: "STILL HOLDS", False: "breaks the claim"}[f.holds]
+            more.append(f"falsifier: {f.variant} -> {f.irqlab} ({verdict})")
+        if not c.paper_params:
+            more.append("not at the paper's own parameters")
+        if c.note and (not c.holds or not c.paper_params):
+            more.append(f"why: {c.note}")
+        extra.append(more)
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = []
-    for r in rows:
+    for r, more in zip(rows, extra, strict=True):
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+        lines += [f"    {m}" for m in more]
     return "\n".join(lines)
 
 
@@ -50,8 +66,10 @@ def run(args: argparse.Namespace) -> int:
         print(result.table)
         print()
     print(format_checks(result))
-    held = sum(c.holds for c in result.checks)
-    print(f"\n{held}/{len(result.checks)} checks hold; outputs in {out}/")
+    n = experiments.summary(result.checks)
+    print(f"\n{n['holding']}/{n['claims']} checks hold, {n['falsified']}/{n['claims']} broken by "
+          f"their falsifier, {n['paper_params']}/{n['claims']} at the paper's parameters; "
+          f"outputs in {out}/")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")

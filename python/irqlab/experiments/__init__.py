@@ -7,7 +7,9 @@ Every experiment is a module in this package that defines
 * ``run(out_dir: pathlib.Path, *, quick: bool = False) -> Result``.
 
 ``run`` writes its figures/CSV into ``out_dir`` and returns the checks of the
-claims the paper makes (paper value, irqlab value, tolerance, holds). Checks
+claims the paper makes (paper value, irqlab value, a two-sided band or an
+ordering with a margin, holds, and the falsifier's result: see
+``irqlab.experiments.claims``). Checks
 that do not hold are reported, never hidden: the command still exits 0 and the
 JSON says ``"holds": false``. ``quick`` runs a reduced version (fewer samples)
 for the test suite; the full run is the default.
@@ -22,16 +24,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from irqlab.experiments.claims import Check, Falsifier, summary
 
-@dataclass
-class Check:
-    """One claim of a paper and how irqlab's figure compares with it."""
-
-    claim: str
-    paper: Any
-    irqlab: Any
-    tolerance: Any
-    holds: bool
+__all__ = ["Check", "Falsifier", "Result", "registry", "run", "summary"]
 
 
 @dataclass
@@ -47,6 +42,7 @@ class Result:
     def to_json(self) -> dict[str, Any]:
         return {
             "experiment": self.experiment,
+            "summary": summary(self.checks),
             "checks": [asdict(c) for c in self.checks],
             "files": self.files,
             "data": self.data,
@@ -56,7 +52,7 @@ class Result:
 def _modules() -> list[ModuleType]:
     mods = []
     for info in pkgutil.iter_modules(__path__):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or info.name == "claims":
             continue
         mod = importlib.import_module(f"{__name__}.{info.name}")
         if hasattr(mod, "NAME") and hasattr(mod, "run"):
