@@ -23,6 +23,7 @@ any value the paper does not state (`note`).
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -64,7 +65,19 @@ class Check:
 
 
 def _num(x: float) -> str:
-    return f"{x:g}"
+    return f"{x:.4g}"
+
+
+def key_of(falsifiers: dict[str, str], variant: str | None) -> str | None:
+    """The key in an experiment's `FALSIFIERS` (key -> description) of the
+    variant `falsify` passes (the description), or None for the system
+    itself."""
+    if variant is None:
+        return None
+    for k, v in falsifiers.items():
+        if v == variant:
+            return k
+    raise ValueError(f"unknown falsifier {variant!r}; known: {', '.join(falsifiers)}")
 
 
 def within(claim: str, paper: Any, value: float, lower: float, upper: float, *,
@@ -96,6 +109,20 @@ def exact(claim: str, paper: Any, value: float, expected: float, *, falsifier: s
     return Check(claim, paper, value if shown is None else shown, f"== {_num(expected)}",
                  bool(value == expected), "exact", float(value), expected, expected,
                  Falsifier(falsifier), paper_params, note)
+
+
+def memo(fn: Callable[[dict[str, Any]], T]) -> Callable[[dict[str, Any]], T]:
+    """`fn` (e.g. `irqlab.sim.simulate`) memoized on its config: a falsifier
+    that changes one system of an experiment re-runs only that one."""
+    cache: dict[str, T] = {}
+
+    def call(cfg: dict[str, Any]) -> T:
+        k = json.dumps(cfg, sort_keys=True, default=str)
+        if k not in cache:
+            cache[k] = fn(cfg)
+        return cache[k]
+
+    return call
 
 
 def falsify(measure: Callable[[str | None], T],

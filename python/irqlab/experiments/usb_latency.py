@@ -6,7 +6,8 @@ halves run on a 1 % I/O VCPU (whose period it inherits: C = 200 us).
 Variants: Quest with kfree in the bottom half (Omega_IO = 200 us), Quest
 without kfree (20 us), Quest without an I/O VCPU (the bottom half charged to
 a 200 us / 400 us Main VCPU), and Linux (SCHED_DEADLINE 2 ms / 20 ms,
-bottom half in softirq at IRQ exit). Claims: without kfree Quest's latency
+PREEMPT_RT: the bottom half in a kernel thread; its completion path costs
+66.25 us, derived from Table I in `_usb.py`). Claims: without kfree Quest's latency
 is lower and less variable than Linux's; the I/O VCPU adds negligible
 latency; spikes come from transfers that miss their 125 us microframe.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from irqlab import plots
 from irqlab.experiments import Check, Result
 from irqlab.experiments._usb import (
+    LINUX,
     LINUX_OMEGA_IO,
     MS,
     OMEGA_IO,
@@ -31,6 +33,7 @@ from irqlab.experiments._usb import (
     teensy,
     xhci,
 )
+from irqlab.experiments.claims import falsify, key_of, ordering, within
 from irqlab.sim import simulate
 
 NAME = "usb-latency"
@@ -45,47 +48,102 @@ PAPER = {
 }
 
 
-def config(variant: str, duration: int) -> dict[str, Any]:
+FALSIFIERS = {
+    "linux-costs": "Linux's completion path at Quest's cost (Omega_IO 20 us)",
+    "tiny-iovcpu": "I/O VCPU at 0.05 % (C_max 10 us < Omega_IO)",
+    "kfree-deferred": "kfree deferred in the kfree run too (Omega_IO 20 us)",
+    "frame-in-phase": "xHC microframe clock in phase with the CPU (no random phase)",
+}
+
+
+def config(variant: str, duration: int, falsifier: str | None = None) -> dict[str, Any]:
     task = reader("reader", 0, 0, period=20 * MS)
+    xh = xhci([0])
+    if falsifier == "frame-in-phase":
+        xh["random_frame_phase"] = False
     base: dict[str, Any] = {"duration": duration, "window": duration, "tasks": [task],
-                            "xhci": [xhci([0])]}
+                            "xhci": [xh]}
     if variant == "Linux":
-        return {**base, "path": "linux", "servers": [cbs("reader", 2 * MS, 20 * MS)],
-                "classes": [{"name": "usb"}],
-                "devices": [teensy("ttyACM0", 0, omega_io=LINUX_OMEGA_IO)]}
-    omega_io = OMEGA_IO_KFREE if "(kfree)" in variant else OMEGA_IO
+        omega = OMEGA_IO if falsifier == "linux-costs" else LINUX_OMEGA_IO
+        return {**base, "path": "linux", "linux": dict(LINUX),
+                "servers": [cbs("reader", 2 * MS, 20 * MS)], "classes": [{"name": "usb"}],
+                "devices": [teensy("ttyACM0", 0, omega_io=omega)]}
+    kfree = "(kfree)" in variant and falsifier != "kfree-deferred"
+    omega_io = OMEGA_IO_KFREE if kfree else OMEGA_IO
     if "without" in variant:
         return {**base, "path": "quest-no-iovcpu",
                 "servers": [sporadic("reader", 200 * US, 400 * US)],
                 "classes": [{"name": "usb"}], "devices": [teensy("ttyACM0", 0, omega_io=omega_io)]}
-    return {**base, "servers": [sporadic("reader", 2 * MS, 20 * MS), pibs("iovcpu", 1)],
+    io = pibs("iovcpu", 1)
+    if falsifier == "tiny-iovcpu":
+        io = {"name": "iovcpu", "policy": "pibs", "num": 1, "den": 2000}
+    return {**base, "servers": [sporadic("reader", 2 * MS, 20 * MS), io],
             "classes": [{"name": "usb", "iovcpu": 1}],
             "devices": [teensy("ttyACM0", 0, omega_io=omega_io)]}
 
 
-def run(out_dir: Path, *, quick: bool = False) -> Result:
-    duration = 2_000 * MS if quick else 20_000 * MS  # 100 or 1000 reads
-    stats: dict[str, tuple[float, float, float, float]] = {}
+Stats = dict[str, tuple[float, float, float, float]]
+
+
+def measure(duration: int, falsifier: str | None) -> Stats:
+    """The four systems of Table I; `falsifier` is a description in FALSIFIERS."""
+    falsifier = key_of(FALSIFIERS, falsifier)
+    stats: Stats = {}
     for v in PAPER:
-        lat = simulate(config(v, duration)).metrics["devices"][0]["latency"]
+        lat = simulate(config(v, duration, falsifier)).metrics["devices"][0]["latency"]
         stats[v] = (lat["mean_ns"] / US, (lat["std_dev_ns"] or 0.0) / US, lat["max_ns"] / US,
                     lat["min_ns"] / US)
+    return stats
+
+
+def judge(stats: Stats) -> list[Check]:
     nk, nk_no = stats["Quest (no kfree) with IOVCPU"], stats["Quest (no kfree) without IOVCPU"]
     kf, lx = stats["Quest (kfree) with IOVCPU"], stats["Linux"]
-    checks = [
-        Check("Quest without kfree: lower average latency than Linux (us)", "66.0 < 112.3",
-              f"{nk[0]:.1f} vs {lx[0]:.1f}", "Quest < Linux", nk[0] < lx[0]),
-        Check("Quest without kfree: less variable than Linux (std, us)", "7.6 < 21.7",
-              f"{nk[1]:.1f} vs {lx[1]:.1f}", "Quest < Linux", nk[1] < lx[1]),
-        Check("the I/O VCPU adds negligible latency (average with - without, us)", 4.3,
-              round(nk[0] - nk_no[0], 1), "|difference| <= 10 us", abs(nk[0] - nk_no[0]) <= 10),
-        Check("kfree in the bottom half adds its cost (average kfree - no kfree, us)",
-              round(213.83 - 66.01, 1), round(kf[0] - nk[0], 1), "within 20 %",
-              abs((kf[0] - nk[0]) - (213.83 - 66.01)) <= 0.2 * (213.83 - 66.01)),
-        Check("spikes: a read that misses its microframe takes up to one more (max - min, us)",
-              "~90 (131.6 - 39.5)", round(nk[2] - nk[3], 1), "<= 125 + device jitter",
-              nk[2] - nk[3] <= 125 + 20),
+    p_nk, p_lx = PAPER["Quest (no kfree) with IOVCPU"], PAPER["Linux"]
+    kfree_paper = PAPER["Quest (kfree) with IOVCPU"][0] - p_nk[0]
+    return [
+        ordering("Quest without kfree: lower average latency than Linux (Linux / Quest)",
+                 f"{p_lx[0]} / {p_nk[0]} = {p_lx[0] / p_nk[0]:.2f}", lx[0] / nk[0], 1.3,
+                 what="Linux / Quest", shown=f"{lx[0]:.1f} / {nk[0]:.1f} = {lx[0] / nk[0]:.2f}",
+                 falsifier=FALSIFIERS["linux-costs"],
+                 note="Linux's cost per request is derived from this table (66.25 us = 20 us + "
+                      "the Linux - Quest (No kfree) difference of averages), so this claim "
+                      "checks that the model composes that cost, not a prediction."),
+        ordering("Quest without kfree: less variable than Linux (std Linux / Quest)",
+                 f"{p_lx[1]} / {p_nk[1]} = {p_lx[1] / p_nk[1]:.2f}", lx[1] / max(nk[1], 1e-9),
+                 1.5, what="Linux / Quest",
+                 shown=f"{lx[1]:.1f} / {nk[1]:.1f} = {lx[1] / max(nk[1], 1e-9):.2f}",
+                 falsifier=FALSIFIERS["linux-costs"],
+                 note="irqlab's only source of read-to-read variation is the device (microframe "
+                      "phase, 20 us response jitter), the same under both systems; what makes "
+                      "Linux's std 21.7 us (irq-thread wake-up and softirq latency on "
+                      "PREEMPT_RT) is not modelled. `irqlab calibrate` (costs: section) is "
+                      "the hook for a measured distribution."),
+        within("the I/O VCPU adds negligible latency (average with - without, us)",
+               round(p_nk[0] - PAPER["Quest (no kfree) without IOVCPU"][0], 1),
+               nk[0] - nk_no[0], -10.0, 10.0, shown=round(nk[0] - nk_no[0], 1),
+               falsifier=FALSIFIERS["tiny-iovcpu"]),
+        within("kfree in the bottom half adds its cost (average kfree - no kfree, us)",
+               round(kfree_paper, 1), kf[0] - nk[0], 0.8 * kfree_paper, 1.2 * kfree_paper,
+               shown=round(kf[0] - nk[0], 1), falsifier=FALSIFIERS["kfree-deferred"],
+               note="Omega_IO = 200 us is the paper's worst case (§V-C) and equals the 1 % I/O "
+                    "VCPU's C_max (20 ms x 1 %) exactly: every request exhausts the budget and "
+                    "the read waits for the replenishment (199 us gives 244 us, 200 us 280 us "
+                    "on average). Table I's own averages put kfree's mean cost at 147.8 us "
+                    "(Omega_IO 168 us, which gives 213 us -- circular, so not a check)."),
+        within("spikes: a read that misses its microframe takes up to one more "
+               "(max - min, us)", f"{p_nk[2] - p_nk[3]:.1f} ({p_nk[2]} - {p_nk[3]})",
+               nk[2] - nk[3], 21.0, 145.0, shown=round(nk[2] - nk[3], 1),
+               falsifier=FALSIFIERS["frame-in-phase"],
+               note="band: more than the Teensy's 20 us response jitter alone (plus 1 us), at "
+                    "most one 125 us microframe plus that jitter. irqlab's spread is half the "
+                    "paper's: a missed microframe costs the rest of the frame, not a whole one."),
     ]
+
+
+def run(out_dir: Path, *, quick: bool = False) -> Result:
+    duration = 2_000 * MS if quick else 20_000 * MS  # 100 or 1000 reads
+    stats, checks = falsify(lambda f: measure(duration, f), judge)
     png = plots.bars(out_dir / "usb_latency.png",
                      {k: {"irqlab mean": v[0], "irqlab max": v[2], "paper mean": PAPER[k][0],
                           "paper max": PAPER[k][2]} for k, v in stats.items()},
