@@ -65,7 +65,7 @@ class Check:
 
 
 def _num(x: float) -> str:
-    return f"{x:.4g}"
+    return f"{x:.6g}"
 
 
 def key_of(falsifiers: dict[str, str], variant: str | None) -> str | None:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from irqlab.experiments import Check, Result
+from irqlab.experiments.claims import exact, falsify
 from irqlab.sim import simulate
 
 NAME = "usb-toy"
@@ -95,25 +96,52 @@ def timeline(trace: dict[str, Any]) -> str:
 RUNS = [("A", "linux", 1, True), ("A", "quest-1-interrupter", 2, False),
         ("B", "linux", 3, True), ("B", "quest-1-interrupter", 4, True),
         ("B", "quest-2-interrupters", 5, False)]
+# the falsifier: each figure's system swapped for the one the paper contrasts
+# it with; the outcome must flip
+SWAP = {("A", "linux"): "quest-1-interrupter", ("A", "quest-1-interrupter"): "linux",
+        ("B", "linux"): "quest-2-interrupters",
+        ("B", "quest-1-interrupter"): "quest-2-interrupters",
+        ("B", "quest-2-interrupters"): "quest-1-interrupter"}
+FALSIFIER = "the counterpart system (A: Linux <-> Quest; B: one <-> two interrupters)"
 
 
-def run(out_dir: Path, *, quick: bool = False) -> Result:
-    checks, lines, data = [], [], {}
-    for case, system, fig, miss in RUNS:
+def measure(variant: str | None) -> dict[str, Any]:
+    data: dict[str, Any] = {}
+    for case, system, fig, _ in RUNS:
+        if variant is not None:
+            system = SWAP[(case, system)]
         r = simulate(config(case, system))
         done = {t["name"]: t["completions_ns"][0] / U for t in r.metrics["tasks"]}
         misses = {t["name"]: t["deadline_misses"] for t in r.metrics["tasks"]}
-        data[f"fig{fig}"] = {"completions": done, "misses": misses}
-        got = misses["tau_H"] > 0
-        checks.append(Check(f"Figure {fig} ({system}, case {case}): tau_H "
+        data[f"fig{fig}"] = {"completions": done, "misses": misses, "system": system,
+                             "timeline": timeline(r.trace), "trace": r.trace}
+    return data
+
+
+def judge(data: dict[str, Any]) -> list[Check]:
+    checks = []
+    for case, system, fig, miss in RUNS:
+        d = data[f"fig{fig}"]
+        got = d["misses"]["tau_H"] > 0
+        checks.append(exact(f"Figure {fig} ({system}, case {case}): tau_H "
                             f"{'misses' if miss else 'meets'} its deadline at t = 6",
-                            "miss" if miss else "no miss",
-                            f"tau_H done at {done['tau_H']:g}", "exact", got == miss))
+                            "miss" if miss else "no miss", int(got), int(miss),
+                            shown=f"tau_H done at {d['completions']['tau_H']:g}",
+                            falsifier=FALSIFIER))
         if fig == 5:
-            checks.append(Check("Figure 5: no task misses with differentiated service",
-                                "no miss", f"misses {misses}", "exact",
-                                not any(misses.values())))
-        lines.append(f"Fig. {fig} {system} (case {case}): {timeline(r.trace)}")
-        (out_dir / f"usb_toy_fig{fig}_trace.json").write_text(json.dumps(r.trace))
+            n = sum(d["misses"].values())
+            checks.append(exact("Figure 5: no task misses with differentiated service",
+                                "no miss", n, 0, shown=f"misses {d['misses']}",
+                                falsifier=FALSIFIER))
+    return checks
+
+
+def run(out_dir: Path, *, quick: bool = False) -> Result:
+    data, checks = falsify(measure, judge)
+    lines = []
+    for case, system, fig, _ in RUNS:
+        d = data[f"fig{fig}"]
+        lines.append(f"Fig. {fig} {system} (case {case}): {d.pop('timeline')}")
+        (out_dir / f"usb_toy_fig{fig}_trace.json").write_text(json.dumps(d.pop("trace")))
     return Result(NAME, checks, "\n".join(lines),
                   [str(out_dir / f"usb_toy_fig{f}_trace.json") for f in range(1, 6)], data)
