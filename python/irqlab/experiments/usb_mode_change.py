@@ -24,8 +24,8 @@ import numpy as np
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
-from irqlab.experiments.claims import falsify, key_of, within
 from irqlab.experiments._usb import MS, US, pibs, reader, sporadic, teensy, xhci
+from irqlab.experiments.claims import falsify, key_of, within
 from irqlab.sim import simulate
 
 NAME = "usb-mode-change"

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
-from irqlab.experiments.claims import falsify, key_of, within
 from irqlab.experiments._usb import MS, OMEGA_IO, pibs, reader, sporadic, teensy, xhci
+from irqlab.experiments.claims import falsify, key_of, within
 from irqlab.sim import simulate
 
 NAME = "usb-roundtrip"

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
-from irqlab.experiments.claims import falsify, within
 from irqlab.experiments._usb import (
     MS,
     OMEGA_IO_KFREE,
@@ -24,6 +23,7 @@ from irqlab.experiments._usb import (
     teensy,
     xhci,
 )
+from irqlab.experiments.claims import falsify, within
 from irqlab.sim import simulate
 
 NAME = "usb-throughput"
