@@ -7,7 +7,9 @@ VCPU1 10/110 (CPU-bound), VCPU2 10/90 (network task + CPU-bound), VCPU3
 and the network, then each gets its own 1 % I/O VCPU. The USB reader reads
 64 kB over and over; a ping flood starts at half time. Claim (QUEST-VCPU
 §3): sharing an I/O VCPU lets the flood degrade USB bandwidth; separate I/O
-VCPUs isolate the devices. Device costs are modelling assumptions
+VCPUs isolate the devices. (The paper sizes both set-ups so that USB
+bandwidth is equal before the flood: a control of the set-up, which no
+variant of the mechanism changes, so not a claim.) Device costs are modelling assumptions
 (docs/reproductions.md).
 """
 
@@ -20,6 +22,7 @@ import numpy as np
 
 from irqlab import plots
 from irqlab.experiments import Check, Result
+from irqlab.experiments.claims import falsify, key_of, ordering, within
 from irqlab.sim import simulate
 
 NAME = "quest-shared-iovcpu"
@@ -35,6 +38,13 @@ TABLE3 = [("VCPU0", 30, 100), ("VCPU1", 10, 110), ("VCPU2", 10, 90), ("VCPU3", 1
 # bottom half per 64-byte ICMP echo, ping -f closed loop with a 30 us RTT.
 USB = {"name": "usb-storage", "kind": "disk", "latency": 1_000 * US, "top_half": 5 * US,
        "per_sector": 20 * US, "sectors": 1, "sector_bytes": 4096, "omega_main": 0}
+
+
+FALSIFIERS = {
+    "shared": "one shared I/O VCPU in the separate set-up too",
+    "separate": "separate I/O VCPUs in the shared set-up too",
+}
+SETUPS = {"shared I/O VCPU": True, "separate I/O VCPUs": False}
 
 
 def config(shared: bool, duration: int, window: int) -> dict[str, Any]:
@@ -74,11 +84,12 @@ def config(shared: bool, duration: int, window: int) -> dict[str, Any]:
     }
 
 
-def run(out_dir: Path, *, quick: bool = False) -> Result:
-    duration = 20_000_000_000 if quick else 60_000_000_000
+def measure(duration: int, variant: str | None) -> dict[str, dict[str, float]]:
+    f = key_of(FALSIFIERS, variant)
     window = duration // 10
     res: dict[str, dict[str, float]] = {}
-    for label, shared in [("shared I/O VCPU", True), ("separate I/O VCPUs", False)]:
+    for label, shared in SETUPS.items():
+        shared = {"shared": True, "separate": False}.get(f or "", shared)
         m = simulate(config(shared, duration, window)).metrics
         usb = np.array(m["devices"][0]["throughput_windows_bytes_per_s"]) / 1e3
         net = np.array(m["devices"][1]["throughput_windows_bytes_per_s"]) / 1e3
@@ -88,27 +99,37 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
             "USB during flood": float(usb[half + 1:].mean()),
             "network during flood": float(net[half + 1:].mean()),
         }
+    return res
+
+
+def judge(res: dict[str, dict[str, float]]) -> list[Check]:
+    sh, sep = res["shared I/O VCPU"], res["separate I/O VCPUs"]
+    sep_drop = 1 - sep["USB during flood"] / sep["USB before flood"]
+    sh_drop = 1 - sh["USB during flood"] / sh["USB before flood"]
+    return [
+        within("separate I/O VCPUs: USB bandwidth (nearly) unaffected by the flood (fraction "
+               "lost)", "unaffected (Fig. 6)", sep_drop, -0.05, 0.05,
+               shown=f"{sep['USB before flood']:.1f} -> {sep['USB during flood']:.1f} kB/s",
+               falsifier=FALSIFIERS["shared"]),
+        ordering("shared I/O VCPU: the flood degrades USB bandwidth, more than with separate "
+                 "ones (fraction lost, shared - separate)", "degraded (Fig. 6)",
+                 sh_drop - sep_drop, 0.05, what="shared - separate",
+                 shown=f"{sh['USB before flood']:.1f} -> {sh['USB during flood']:.1f} kB/s "
+                       f"({sh_drop:.0%} vs {sep_drop:.0%})", falsifier=FALSIFIERS["separate"]),
+        ordering("network bandwidth during the flood is lower when sharing (separate / shared)",
+                 "degraded (Fig. 6)",
+                 sep["network during flood"] / max(sh["network during flood"], 1e-9), 1.5,
+                 what="separate / shared",
+                 shown=f"{sep['network during flood']:.1f} / {sh['network during flood']:.1f} "
+                       "kB/s", falsifier=FALSIFIERS["separate"]),
+    ]
+
+
+def run(out_dir: Path, *, quick: bool = False) -> Result:
+    duration = 20_000_000_000 if quick else 60_000_000_000
+    res, checks = falsify(lambda v: measure(duration, v), judge)
     png = plots.bars(out_dir / "quest_shared_iovcpu.png", res,
                      title="USB and network bandwidth (QUEST-VCPU Fig. 6 shape)", ylabel="kB/s")
-    sh, sep = res["shared I/O VCPU"], res["separate I/O VCPUs"]
-    checks = [
-        Check("USB bandwidth before the flood is the same in both set-ups (kB/s)", "equal",
-              f"{sh['USB before flood']:.1f} vs {sep['USB before flood']:.1f}", "within 2 %",
-              abs(sh["USB before flood"] - sep["USB before flood"])
-              <= 0.02 * sep["USB before flood"]),
-        Check("separate I/O VCPUs: USB bandwidth (nearly) unaffected by the flood (kB/s)",
-              "unaffected", f"{sep['USB before flood']:.1f} -> {sep['USB during flood']:.1f}",
-              "within 5 %", abs(sep["USB during flood"] - sep["USB before flood"])
-              <= 0.05 * sep["USB before flood"]),
-        Check("shared I/O VCPU: the flood degrades USB bandwidth, more than with separate ones",
-              "degraded", f"{sh['USB before flood']:.1f} -> {sh['USB during flood']:.1f}",
-              "drop >= 10 % and > the separate drop",
-              sh["USB during flood"] <= 0.9 * sh["USB before flood"]
-              and sh["USB during flood"] < sep["USB during flood"]),
-        Check("network bandwidth during the flood is lower when sharing (kB/s)", "degraded",
-              f"{sh['network during flood']:.1f} vs {sep['network during flood']:.1f}",
-              "shared < separate", sh["network during flood"] < sep["network during flood"]),
-    ]
     table = "\n".join(
         f"{k:<20} " + ", ".join(f"{n} {v:.1f} kB/s" for n, v in r.items()) for k, r in res.items()
     )
