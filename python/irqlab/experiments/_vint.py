@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from irqlab import plots
-from irqlab.analysis import SCHEMES
+from irqlab.analysis import SCHEMES, vint_sweep
 
 MS = 1_000_000
 US = 1_000
@@ -44,3 +44,18 @@ def table(curve: list[dict[str, Any]], xlabel: str) -> str:
 
 def at(curve: list[dict[str, Any]], x: float) -> dict[str, Any]:
     return min(curve, key=lambda p: abs(p["x"] - x))
+
+
+def falsifier_sets(sets: int) -> int:
+    """Sets per point of a falsifier's sweep: a tenth of the experiment's
+    (at least 200). A falsifier needs a clear verdict, not the figure's
+    precision; its sweeps would otherwise double the run time."""
+    return max(200, sets // 10)
+
+
+def flat(xs: list[Any], params: dict[str, Any], sets: int, seed: int,
+         pseudo_ratio: tuple[int, int] = (1, 1)) -> list[dict[str, Any]]:
+    """One sweep of the system `params` reported at every x: the falsifier
+    variants that replace what the figure varies by one fixed system."""
+    r = vint_sweep(params, falsifier_sets(sets), seed=seed, pseudo_ratio=pseudo_ratio)
+    return [{"x": x, **r} for x in xs]
