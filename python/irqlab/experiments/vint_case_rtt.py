@@ -27,6 +27,7 @@ from typing import Any
 from irqlab import plots
 from irqlab.experiments import Check, Result
 from irqlab.experiments._vint_case import MS, SWITCH_OVERHEAD, US, vnic_virq
+from irqlab.experiments.claims import falsify, key_of, within
 from irqlab.sim import simulate
 
 NAME = "vint-case-rtt"
@@ -40,8 +41,15 @@ SCHEMES = {
 }
 
 
-def config(scheme: str, duration: int) -> dict[str, Any]:
+FALSIFIERS = {
+    "no-vint": "vINT's scheme without its pseudo-VCPU (VCPU 2 ms / 10 ms only)",
+    "vint": "the baselines given vINT's pseudo-VCPU (2 ms / 10 ms)",
+}
+
+
+def config(scheme: str, duration: int, variant: str | None = None) -> dict[str, Any]:
     budget, period, vint = SCHEMES[scheme]
+    vint = {"no-vint": False, "vint": True}.get(variant or "", vint)
     virq = vnic_virq(100 * US, 2 * MS if vint else None, priority=1)
     return {
         "path": "hypervisor", "duration": duration, "window": duration, "seed": 10,
@@ -61,8 +69,10 @@ def config(scheme: str, duration: int) -> dict[str, Any]:
     }
 
 
-def cdf(scheme: str, duration: int) -> tuple[list[float], list[float], float]:
-    v = simulate(config(scheme, duration)).metrics["virqs"][0]
+def cdf(scheme: str, duration: int, variant: str | None = None,
+        switch_overhead: int = SWITCH_OVERHEAD) -> tuple[list[float], list[float], float]:
+    cfg = {**config(scheme, duration, variant), "switch_overhead": switch_overhead}
+    v = simulate(cfg).metrics["virqs"][0]
     n = max(1, v["handled"])
     xs = [(b + WIRE) / US for b, _ in v["handled_within"]]
     ys = [100.0 * c / n for _, c in v["handled_within"]]
@@ -71,21 +81,46 @@ def cdf(scheme: str, duration: int) -> tuple[list[float], list[float], float]:
     return xs, ys, frac
 
 
+def measure(duration: int, variant: str | None,
+            switch_overhead: int = SWITCH_OVERHEAD) -> dict[str, Any]:
+    """Per scheme the CDF and the share within 200 us; a falsifier changes
+    only the schemes its claims are about."""
+    f = key_of(FALSIFIERS, variant)
+    res = {}
+    for s in SCHEMES:
+        v = None
+        if f == "no-vint" and s == "vINT":
+            v = "no-vint"
+        elif f == "vint" and s != "vINT":
+            v = "vint"
+        res[s] = cdf(s, duration, v, switch_overhead)
+    return res
+
+
+def judge_within(f: dict[str, float], prefix: str = "") -> list[Check]:
+    return [
+        within(f"{prefix}vINT: round trips within 200 us (%)", 95, f["vINT"], 85, 100,
+               shown=round(f["vINT"], 1), falsifier=FALSIFIERS["no-vint"]),
+        within(f"{prefix}Baseline: round trips within 200 us (%)", 50, f["Baseline"], 35, 65,
+               shown=round(f["Baseline"], 1), falsifier=FALSIFIERS["vint"]),
+        within(f"{prefix}Baseline_1ms: round trips within 200 us (%)", 2, f["Baseline_1ms"], 0,
+               10, shown=round(f["Baseline_1ms"], 1), falsifier=FALSIFIERS["vint"],
+               note="a 0.4 ms / 1 ms VCPU has budget 40 % of the time, like Baseline's 4 ms / "
+                    "10 ms, but its gaps are 0.6 ms instead of 6 ms, so irqlab gives it about "
+                    "Baseline's share. The paper's 2 % blames 'the overhead of its shorter "
+                    "period'; irqlab charges the VCPU switch (10 us) once per 1 ms period, "
+                    "which does not reproduce it (a switch of 100 us or more would)."),
+    ]
+
+
 def run(out_dir: Path, *, quick: bool = False) -> Result:
     duration = 5_000 * MS if quick else 60_000 * MS
-    res = {s: cdf(s, duration) for s in SCHEMES}
+    res, checks = falsify(lambda v: measure(duration, v),
+                          lambda r: judge_within({s: x[2] for s, x in r.items()}))
     png = plots.lines(out_dir / "vint_case_rtt.png",
                       {s: (x, y) for s, (x, y, _) in res.items()},
                       title="UDP round-trip latency CDF (VINT Fig. 10)",
                       xlabel="round trip (us)", ylabel="% of round trips within")
     f = {s: r[2] for s, r in res.items()}
-    checks = [
-        Check("vINT: round trips within 200 us (%)", 95, round(f["vINT"], 1), ">= 90",
-              f["vINT"] >= 90),
-        Check("Baseline: round trips within 200 us (%)", 50, round(f["Baseline"], 1),
-              "35 .. 65", 35 <= f["Baseline"] <= 65),
-        Check("Baseline_1ms: round trips within 200 us (%)", 2, round(f["Baseline_1ms"], 1),
-              "<= 10", f["Baseline_1ms"] <= 10),
-    ]
     table = "\n".join(f"{s:<13} {v:5.1f} % of round trips within 200 us" for s, v in f.items())
     return Result(NAME, checks, table, [str(png)], {"within_200us": f})

@@ -25,6 +25,7 @@ from typing import Any
 from irqlab import plots
 from irqlab.experiments import Check, Result
 from irqlab.experiments._vint_case import MS, SWITCH_OVERHEAD, US, vnic_virq
+from irqlab.experiments.claims import falsify, key_of, within
 from irqlab.sim import simulate
 
 NAME = "vint-case-storm"
@@ -33,6 +34,12 @@ TITLE = "VINT Figure 12: decoder frame rate under a virtual interrupt storm"
 FRAME_PERIOD = 33_367 * US  # 29.97 fps
 DECODE = 6 * MS
 UTILS = [40, 50, 60, 70, 80]
+
+
+FALSIFIERS = {
+    "no-storm": "no storm in the Baseline run",
+    "no-vint": "vINT's run without its pseudo-VCPU (the VCPU pays for the storm)",
+}
 
 
 def config(total_percent: int, vint: bool, storm: bool, duration: int) -> dict[str, Any]:
@@ -63,23 +70,36 @@ def fps(cfg: dict[str, Any]) -> float:
     return m["tasks"][0]["completed"] / (m["duration_ns"] / 1e9)
 
 
+def measure(duration: int, variant: str | None) -> dict[str, list[float]]:
+    f = key_of(FALSIFIERS, variant)
+    runs = [("Baseline, no storm", False, False), ("Baseline", False, f != "no-storm"),
+            ("vINT", f != "no-vint", True)]
+    return {label: [fps(config(u, vint, storm, duration)) for u in UTILS]
+            for label, vint, storm in runs}
+
+
+def judge(curves: dict[str, list[float]]) -> list[Check]:
+    quiet, base, vint = (curves["Baseline, no storm"], curves["Baseline"], curves["vINT"])
+    return [
+        within("Baseline drops to about one-fifth of the frame rate even at 80 % (storm / "
+               "no storm)", "~1/5", base[-1] / quiet[-1], 0.1, 0.33,
+               shown=f"{base[-1]:.1f} of {quiet[-1]:.1f} fps", falsifier=FALSIFIERS["no-storm"],
+               note="how much of the VCPU's budget the storm takes depends on its cost per "
+                    "interrupt, which the paper does not give: irqlab assumes 10 + 2 us guest "
+                    "ISR and EOI and a 30 us DSR every 60 us, which leaves the decoder about "
+                    "half its frames at 80 %, not a fifth."),
+        within("vINT stays close to the rate without the storm (at 80 %, vINT / no storm)",
+               "close", vint[-1] / quiet[-1], 0.9, 1.05,
+               shown=f"{vint[-1]:.1f} of {quiet[-1]:.1f} fps", falsifier=FALSIFIERS["no-vint"]),
+    ]
+
+
 def run(out_dir: Path, *, quick: bool = False) -> Result:
     duration = 2_000 * MS if quick else 10_000 * MS
-    curves: dict[str, list[float]] = {}
-    for label, vint, storm in [("Baseline, no storm", False, False), ("Baseline", False, True),
-                               ("vINT", True, True)]:
-        curves[label] = [fps(config(u, vint, storm, duration)) for u in UTILS]
+    curves, checks = falsify(lambda v: measure(duration, v), judge)
     png = plots.lines(out_dir / "vint_case_storm.png", {k: (UTILS, v) for k, v in curves.items()},
                       title="Decoder frame rate under a virtual interrupt storm (VINT Fig. 12)",
                       xlabel="VCPU utilization (%)", ylabel="frames per second")
-    quiet, base, vint = (curves["Baseline, no storm"], curves["Baseline"], curves["vINT"])
-    checks = [
-        Check("Baseline drops to about one-fifth of the frame rate even at 80 %", "~1/5",
-              f"{base[-1]:.1f} of {quiet[-1]:.1f} fps", "<= 1/3",
-              base[-1] <= quiet[-1] / 3),
-        Check("vINT stays close to the rate without the storm (at 80 %)", "close",
-              f"{vint[-1]:.1f} of {quiet[-1]:.1f} fps", ">= 90 %", vint[-1] >= 0.9 * quiet[-1]),
-    ]
     table = "util  " + "  ".join(f"{k:>20}" for k in curves) + "\n" + "\n".join(
         f"{u:>3}%  " + "  ".join(f"{curves[k][i]:>20.2f}" for k in curves)
         for i, u in enumerate(UTILS))

@@ -11,9 +11,12 @@ the packets. vINT: the pseudo-VCPU's budget (2..6 ms / 10 ms) does, the
 interrupt declared at 20 us. Between two packets the VCPU has nothing to do,
 so each packet loads its context again: both schemes pay the VCPU switch
 overhead (`_vint_case.SWITCH_OVERHEAD`) per packet, on the budget that pays
-for the packet. Claim: no noticeable difference in throughput (vINT's own
-bookkeeping is not modelled; the paper measured it at about 1 us, Table
-III).
+for the packet. Claim: no noticeable difference in throughput. What this
+checks is that vINT moves the packets' cost from the VCPU's budget to the
+pseudo-VCPU's without loss; vINT's own bookkeeping (about 1 us per
+interrupt, Table III) is not modelled, so the paper's "no overhead" part is
+not tested here. Falsifiers: a pseudo-VCPU with half the VCPU's budget, and
+one fixed 2 ms budget at every utilization.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import Any
 from irqlab import plots
 from irqlab.experiments import Check, Result
 from irqlab.experiments._vint_case import MS, SWITCH_OVERHEAD, US, vnic_virq
+from irqlab.experiments.claims import falsify, key_of, ordering, within
 from irqlab.sim import simulate
 
 NAME = "vint-case-throughput"
@@ -33,8 +37,18 @@ UTILS = [20, 30, 40, 50, 60]
 PACKET = 1500
 
 
-def config(percent: int, vint: bool, duration: int) -> dict[str, Any]:
+FALSIFIERS = {
+    "half": "vINT's pseudo-VCPU with half the budget the Baseline VCPU has",
+    "fixed": "a fixed 2 ms / 10 ms budget at every utilization",
+}
+
+
+def config(percent: int, vint: bool, duration: int, variant: str | None = None) -> dict[str, Any]:
     budget = percent * MS // 10
+    if variant == "fixed":
+        budget = 2 * MS
+    elif variant == "half" and vint:
+        budget //= 2
     virq = vnic_virq(20 * US, budget if vint else None)
     return {
         "path": "hypervisor", "duration": duration, "window": duration,
@@ -55,22 +69,34 @@ def mbps(cfg: dict[str, Any]) -> float:
     return m["virqs"][0]["handled"] * PACKET * 8 / (m["duration_ns"] / 1e9) / 1e6
 
 
+def measure(duration: int, variant: str | None) -> dict[str, list[float]]:
+    f = key_of(FALSIFIERS, variant)
+    return {label: [mbps(config(u, v, duration, f)) for u in UTILS]
+            for label, v in [("Baseline", False), ("vINT", True)]}
+
+
+def judge(curves: dict[str, list[float]]) -> list[Check]:
+    worst = min(v / b for v, b in zip(curves["vINT"], curves["Baseline"], strict=True))
+    best = max(v / b for v, b in zip(curves["vINT"], curves["Baseline"], strict=True))
+    v = curves["vINT"]
+    growth = min(b / a for a, b in zip(v, v[1:], strict=False))
+    return [
+        within("no noticeable difference between vINT and Baseline (vINT / Baseline, worst "
+               "utilization)", "~1", worst, 0.95, 1.05, shown=f"{worst:.3f} .. {best:.3f}",
+               falsifier=FALSIFIERS["half"]),
+        ordering("throughput grows with the utilization (smallest step, vINT)", "grows",
+                 growth, 1.05, what="next / previous", shown=round(growth, 3),
+                 falsifier=FALSIFIERS["fixed"]),
+    ]
+
+
 def run(out_dir: Path, *, quick: bool = False) -> Result:
     duration = 1_000 * MS if quick else 5_000 * MS
-    curves = {label: [mbps(config(u, v, duration)) for u in UTILS]
-              for label, v in [("Baseline", False), ("vINT", True)]}
+    curves, checks = falsify(lambda v: measure(duration, v), judge)
     png = plots.lines(out_dir / "vint_case_throughput.png",
                       {k: (UTILS, v) for k, v in curves.items()},
                       title="Receive throughput (VINT Fig. 11)", xlabel="VCPU utilization (%)",
                       ylabel="Mbit/s")
-    worst = min(v / b for v, b in zip(curves["vINT"], curves["Baseline"], strict=True))
-    grows = all(a < b for a, b in zip(curves["vINT"], curves["vINT"][1:], strict=False))
-    checks = [
-        Check("vINT no worse than Baseline at every utilization (vINT / Baseline, worst)",
-              ">= ~1", round(worst, 3), ">= 0.98", worst >= 0.98),
-        Check("throughput grows with the utilization", "grows", "yes" if grows else "no",
-              "monotone", grows),
-    ]
     table = "util  " + "  ".join(f"{k:>12}" for k in curves) + "\n" + "\n".join(
         f"{u:>3}%  " + "  ".join(f"{curves[k][i]:>12.1f}" for k in curves)
         for i, u in enumerate(UTILS)) + "\n(Mbit/s)"
