@@ -4,15 +4,17 @@ claims."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from irqlab import experiments
 
+Reproduced = Callable[[str], experiments.Result]
 
-def test_toy_schedules_are_exact(tmp_path: Path) -> None:
-    r = experiments.run("usb-toy", tmp_path)
+
+def test_toy_schedules_are_exact(reproduced: Reproduced) -> None:
+    r = reproduced("usb-toy")  # (the toy has no reduced version)
     assert all(c.holds for c in r.checks), [c.claim for c in r.checks if not c.holds]
     done = {k: v["completions"] for k, v in r.data.items()}
     # hand-derived in docs/reproductions.md
@@ -25,22 +27,34 @@ def test_toy_schedules_are_exact(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", ["usb-throughput", "usb-roundtrip"])
-def test_throughput_within_10_percent(name: str, tmp_path: Path) -> None:
-    r = experiments.run(name, tmp_path, quick=True)
+def test_throughput_within_10_percent(name: str, reproduced: Reproduced) -> None:
+    r = reproduced(name)
     assert all(c.holds for c in r.checks), [(c.claim, c.irqlab) for c in r.checks]
 
 
-def test_priority_inversion_differentiated_service(tmp_path: Path) -> None:
-    r = experiments.run("usb-priority-inversion", tmp_path, quick=True)
+def test_priority_inversion_differentiated_service(reproduced: Reproduced) -> None:
+    r = reproduced("usb-priority-inversion")
     s = r.data
     # two interrupters: the high task never waits for low-priority bottom halves
     assert s["quest-2-interrupters"]["max"] < 400
     assert s["quest-1-interrupter"]["max"] > 3 * s["quest-2-interrupters"]["max"]
     assert s["linux-fifo"]["max"] > 2 * s["quest-2-interrupters"]["max"]
+    # the paper's spike (5 low requests x 200 us + the high task's own) where
+    # the shared I/O VCPU has the budget for them; more where it saturates
+    assert 1200 <= s["quest-1-interrupter, servable"]["max"] <= 1300
+    assert s["quest-1-interrupter"]["max"] > 1500
 
 
-def test_mode_change_swaps_bandwidth(tmp_path: Path) -> None:
-    r = experiments.run("usb-mode-change", tmp_path, quick=True)
+def test_usb_latency_separates_linux_by_its_cost(reproduced: Reproduced) -> None:
+    s = reproduced("usb-latency").data["irqlab"]
+    quest, linux = s["Quest (no kfree) with IOVCPU"], s["Linux"]
+    # Linux's completion path costs 46.25 us more (Table I), nothing else differs
+    assert linux[0] - quest[0] == pytest.approx(46.25, abs=0.01)
+    assert linux[1] == pytest.approx(quest[1], abs=0.01)
+
+
+def test_mode_change_swaps_bandwidth(reproduced: Reproduced) -> None:
+    r = reproduced("usb-mode-change")
     b, a = r.data["before"], r.data["after"]
     assert b["cam_H"] == pytest.approx(a["cam_L"], rel=0.02)
     assert b["cam_L"] == pytest.approx(a["cam_H"], rel=0.02)

@@ -25,8 +25,10 @@ def test_vint_kvm_rtt_runs_on_the_real_vmm(tmp_path: Path) -> None:
         assert k["replies"] > 1000, scheme
     assert kvm["vINT"]["pseudo_slices"] > 0
     assert kvm["Baseline"]["pseudo_slices"] == 0
-    accounting = [c for c in r.checks if c.claim.startswith("KVM: every request")]
-    assert accounting and accounting[0].holds
+    assert "every request answered or counted lost (received = injected + dropped + " \
+        "pending): yes" in r.table
+    # every claim breaks under its falsifier (the other scheme's real run)
+    assert all(c.falsifier is not None and c.falsifier.holds is False for c in r.checks)
     assert "vINT" in r.table and Path(r.files[0]).exists()
 
 

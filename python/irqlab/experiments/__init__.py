@@ -12,7 +12,10 @@ ordering with a margin, holds, and the falsifier's result: see
 ``irqlab.experiments.claims``). Checks
 that do not hold are reported, never hidden: the command still exits 0 and the
 JSON says ``"holds": false``. ``quick`` runs a reduced version (fewer samples)
-for the test suite; the full run is the default.
+for the test suite; the full run is the default. An experiment that measures
+this machine (real threads, KVM, tracepoints) sets ``MEASURED = True``: the
+falsifier test (tests/python/test_falsifiers.py) runs every other one, and a
+measured experiment's own test asserts its falsifiers.
 """
 
 from __future__ import annotations

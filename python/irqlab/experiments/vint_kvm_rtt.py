@@ -26,6 +26,7 @@ from irqlab.experiments._vint_case import MS, SWITCH_OVERHEAD
 from irqlab.experiments.claims import falsify, key_of, ordering, within
 
 NAME = "vint-kvm-rtt"
+MEASURED = True  # runs the real VMM: tests/python/test_vmm.py
 TITLE = "VINT Figure 10 on the real VMM: UDP round trips, Baseline vs Baseline_1ms vs vINT"
 
 SCHEMES = {"Baseline": "baseline", "Baseline_1ms": "baseline_1ms", "vINT": "vint"}
