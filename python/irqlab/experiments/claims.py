@@ -161,3 +161,40 @@ def summary(checks: list[Check]) -> dict[str, int]:
                          for c in checks),
         "paper_params": sum(c.paper_params for c in checks),
     }
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """One experiment's `--json` document as the claim table of
+    docs/reproductions.md: paper, irqlab, band, holds, falsifier and its
+    result, and the note of every claim that fails or runs off the paper's
+    parameters."""
+
+    def cell(x: Any) -> str:
+        return str(x).replace("|", "/").replace("\n", " ")
+
+    rows = ["| claim | paper | irqlab | band | holds | falsifier -> irqlab there (verdict) |",
+            "|---|---|---|---|---|---|"]
+    notes = []
+    for i, c in enumerate(doc["checks"], 1):
+        f = c.get("falsifier") or {}
+        verdict = {False: "breaks it", True: "**still holds**", None: "not run"}[f.get("holds")]
+        star = "" if c.get("paper_params", True) else " (not the paper's parameters)"
+        rows.append(f"| {i}. {cell(c['claim'])}{star} | {cell(c['paper'])} | "
+                    f"{cell(c['irqlab'])} | {cell(c['tolerance'])} | "
+                    f"{'yes' if c['holds'] else '**no**'} | {cell(f.get('variant', '-'))} -> "
+                    f"{cell(f.get('irqlab'))} ({verdict}) |")
+        if c.get("note") and (not c["holds"] or not c.get("paper_params", True)):
+            notes.append(f"{i}. {c['note']}")
+    return "\n".join(rows + ([""] + notes if notes else []))
+
+
+if __name__ == "__main__":  # python -m irqlab.experiments.claims out/*.json
+    import sys
+
+    for path in sys.argv[1:]:
+        with open(path) as fh:
+            d = json.load(fh)
+        s = d.get("summary") or summary([])
+        print(f"<!-- {d['experiment']}: {s['holding']}/{s['claims']} hold, "
+              f"{s['falsified']}/{s['claims']} broken by their falsifier -->")
+        print(markdown(d) + "\n")
