@@ -188,13 +188,28 @@ def markdown(doc: dict[str, Any]) -> str:
     return "\n".join(rows + ([""] + notes if notes else []))
 
 
-if __name__ == "__main__":  # python -m irqlab.experiments.claims out/*.json
-    import sys
+def update_doc(text: str, docs: list[dict[str, Any]]) -> str:
+    """Replace each `<!-- claims NAME -->` ... `<!-- /claims -->` block of a
+    markdown text by NAME's claim table (the experiment's `--json`)."""
+    import re
 
-    for path in sys.argv[1:]:
-        with open(path) as fh:
-            d = json.load(fh)
+    for d in docs:
         s = d.get("summary") or summary([])
-        print(f"<!-- {d['experiment']}: {s['holding']}/{s['claims']} hold, "
-              f"{s['falsified']}/{s['claims']} broken by their falsifier -->")
-        print(markdown(d) + "\n")
+        block = (f"<!-- claims {d['experiment']} -->\n"
+                 f"{s['holding']}/{s['claims']} claims hold, {s['falsified']}/{s['claims']} "
+                 f"broken by their falsifier, {s['paper_params']}/{s['claims']} at the paper's "
+                 f"parameters.\n\n{markdown(d)}\n<!-- /claims -->")
+        pat = re.compile(rf"<!-- claims {re.escape(d['experiment'])} -->.*?<!-- /claims -->",
+                         re.S)
+        text = pat.sub(lambda _m, b=block: b, text)
+    return text
+
+
+if __name__ == "__main__":
+    # python -m irqlab.experiments.claims docs/reproductions.md out/*.json
+    import sys
+    from pathlib import Path
+
+    doc = Path(sys.argv[1])
+    jsons = [json.loads(Path(p).read_text()) for p in sys.argv[2:]]
+    doc.write_text(update_doc(doc.read_text(), jsons))
