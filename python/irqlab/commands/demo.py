@@ -3,11 +3,12 @@
 1. The USB priority-inversion scenario of USB-DIFFSERV Table II: a
    high-priority task reads a USB serial device every 10 ms while five
    low-priority tasks read their own devices as fast as their budgets allow
-   and a medium-priority task burns CPU. It runs under Linux (bottom halves
-   in softirq, then ksoftirqd under SCHED_FIFO or SCHED_DEADLINE), Quest
+   and a medium-priority task burns CPU. It runs under Linux (PREEMPT_RT:
+   bottom halves in ksoftirqd, SCHED_FIFO or SCHED_DEADLINE), Quest
    with one xHCI interrupter (one I/O VCPU for everyone) and Quest with two
    interrupters (differentiated service), prints the high task's read
-   latency side by side with the paper's claims, and writes the metrics
+   latency side by side with the paper's claims (each with its falsifier,
+   and the reason for any that does not hold), and writes the metrics
    JSON, a Perfetto trace, plots and an HTML report of Linux next to Quest
    (``irqlab report``), saying where they are.
 2. It then walks through the first milliseconds of a QUEST-VCPU Table 1
