@@ -239,12 +239,16 @@ def vint_sweep(
 
 def vint_curve(points: Sequence[tuple[float, dict[str, Any]]], sets: int, *, seed: int = 0,
                pseudo_ratio: Sequence[tuple[int, int]] | None = None) -> list[dict[str, Any]]:
-    """One sweep per point (x, params); progress on stderr."""
+    """One sweep per point (x, params); progress (points, rate, ETA) on
+    stderr when it is a terminal, as ``irqlab sweep`` shows it."""
+    from irqlab.sweep import Progress
+
+    bar = Progress(len(points), sys.stderr.isatty(), label="points")
     out = []
     for i, (x, params) in enumerate(points):
         ratio = pseudo_ratio[i] if pseudo_ratio else (1, 1)
         r = vint_sweep(params, sets, seed=seed + i, pseudo_ratio=ratio)
         out.append({"x": x, **r})
-        print(f"\r  point {i + 1}/{len(points)}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+        bar.update(1)
+    bar.close()
     return out

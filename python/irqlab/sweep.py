@@ -19,6 +19,12 @@ Design principles:
   there, and Ctrl-C keeps them (exit 130).
 * Points travel in chunks so per-task overhead stays small at 10^5-10^7
   points; the grid is expanded lazily, never held as configurations.
+* ``mode: vint`` sweeps the VINT Table II generator instead of a model
+  (VINT Figures 4-9): the grid's ``vint`` mapping holds ``sets`` per point
+  and the generator's parameters, ``vary`` names parameters, and each
+  point records the percentages of schedulable and serviceable sets per
+  scheme (``irqlab.analysis.vint_sweep``, one thread per point, so points
+  spread over processes or a Dask cluster like any other).
 """
 
 from __future__ import annotations
@@ -42,8 +48,11 @@ import yaml
 
 from irqlab.model import ModelError, from_dict, parse_duration, scenario_path
 
-MODES = ("simulate", "analyze", "both")
-GRID_KEYS = {"model", "vary", "seeds", "mode", "duration", "record", "chunk"}
+MODES = ("simulate", "analyze", "both", "vint")
+GRID_KEYS = {"model", "vary", "seeds", "mode", "duration", "record", "chunk", "vint"}
+# VINT Table II generator parameters given as durations (single or [lo, hi])
+_VINT_DURATIONS = {"vcpu_period", "irq_interarrival", "task_period", "isr_wcet",
+                   "virt_isr_wcet", "dsr_wcet"}
 
 _TOKEN = re.compile(r"\[([^\]]*)\]|([^.\[\]]+)")
 _NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*(.*?)\s*$")
@@ -216,6 +225,8 @@ class Grid:
         for path, v in point.items():
             if path != "seed":
                 set_path(m, path, v)
+        if self.mode == "vint":
+            return m
         sim = m.setdefault("simulation", {})
         sim["seed"] = point["seed"]
         if self.duration is not None:
@@ -255,7 +266,17 @@ def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
         raise ValueError(f"grid: unknown field {unknown[0]!r} (fields: "
                          f"{', '.join(sorted(GRID_KEYS))})")
     ref = raw.get("model")
-    if isinstance(ref, dict):
+    if raw.get("mode") == "vint":
+        if ref is not None or "vint" not in raw:
+            raise ValueError("mode vint: give the generator's parameters in vint: (sets and "
+                             "VINT Table II overrides), not a model")
+        if not isinstance(raw["vint"], dict):
+            raise ValueError("vint: expected a mapping (sets, vcpu_period, irq_interarrival, "
+                             "...)")
+        model = dict(raw["vint"])
+    elif "vint" in raw:
+        raise ValueError("vint: only with mode: vint")
+    elif isinstance(ref, dict):
         model = ref
     elif isinstance(ref, str):
         mp = base / ref
@@ -272,7 +293,8 @@ def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
     if not isinstance(vary_raw, dict):
         raise ValueError("vary: expected a mapping of model path -> values")
     vary = {k: values(v, f"vary.{k}") for k, v in vary_raw.items()}
-    seeds_raw = raw.get("seeds", [model.get("simulation", {}).get("seed", 0)])
+    seeds_raw = raw.get("seeds", [0] if mode_of(raw) == "vint" else
+                        [model.get("simulation", {}).get("seed", 0)])
     if isinstance(seeds_raw, int) and not isinstance(seeds_raw, bool):
         seeds = list(range(seeds_raw))
     elif isinstance(seeds_raw, dict):
@@ -290,9 +312,9 @@ def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
     if not isinstance(record, list) or not all(isinstance(r, str) for r in record):
         raise ValueError("record: expected a list of paths like sim.tasks[high].response.max_ns")
     for r in record:
-        if not r.startswith(("sim.", "analysis.")):
-            raise ValueError(f"record: {r}: start with sim. (metrics.json) or analysis. "
-                             "(irqlab analyze)")
+        if not r.startswith(("sim.", "analysis.", "vint.")):
+            raise ValueError(f"record: {r}: start with sim. (metrics.json), analysis. "
+                             "(irqlab analyze) or vint. (mode vint)")
         parse_path(r)
     chunk = raw.get("chunk")
     if chunk is not None and (not isinstance(chunk, int) or chunk <= 0):
@@ -305,11 +327,47 @@ def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
         except (KeyError, IndexError, ValueError) as e:
             raise ValueError(f"vary.{path}: {e.args[0] if e.args else e}") from None
     for point in itertools.islice(g.points(), 1):
+        if mode == "vint":
+            try:
+                vint_point(g.point_model(point), point["seed"], sets=1)
+            except (TypeError, ValueError) as e:
+                raise ValueError(f"the grid's first point: vint: {e}") from None
+            continue
         try:
             from_dict(g.point_model(point))
         except ModelError as e:
             raise ValueError(f"the grid's first point is not a valid model: {e}") from None
     return g
+
+
+def mode_of(raw: Mapping[str, Any]) -> str:
+    return str(raw.get("mode", "simulate"))
+
+
+def vint_point(spec: Mapping[str, Any], seed: int, *, sets: int | None = None) \
+        -> dict[str, Any]:
+    """One point of a ``mode: vint`` grid: ``vint_sweep`` of the generator
+    parameters in ``spec`` (durations with units, a pair ``[lo, hi]`` for a
+    range) over ``spec["sets"]`` sets (or ``sets``), on one thread."""
+    from irqlab.analysis import vint_sweep
+
+    def ns(x: Any) -> Any:
+        return parse_duration(x) if isinstance(x, str) else x
+
+    params: dict[str, Any] = {}
+    for k, v in spec.items():
+        if k in ("sets", "pseudo_ratio"):
+            continue
+        if k in _VINT_DURATIONS:
+            v = tuple(ns(x) for x in v) if isinstance(v, list) else ns(v)
+        params[k] = v
+    n = sets if sets is not None else spec.get("sets")
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise ValueError(f"sets: {n!r} must be an integer (task sets per point)")
+    ratio = spec.get("pseudo_ratio", [1, 1])
+    if not (isinstance(ratio, list) and len(ratio) == 2):
+        raise ValueError(f"pseudo_ratio: {ratio!r} must be [numerator, denominator]")
+    return vint_sweep(params, n, seed=seed, threads=1, pseudo_ratio=(ratio[0], ratio[1]))
 
 
 # ---- running one point -------------------------------------------------------
@@ -338,15 +396,26 @@ def run_point(grid: Grid, point: Mapping[str, Any]) -> dict[str, Any]:
     from irqlab.analysis import bounds
     from irqlab.sim import simulate
 
+    data: dict[str, Any] = {}
+    if grid.mode == "vint":
+        try:
+            data["vint"] = vint_point(grid.point_model(point), point["seed"])
+        except (TypeError, ValueError) as e:
+            return {"error": str(e)}
+        return _recorded(grid, data)
     try:
         m = from_dict(grid.point_model(point))
     except ModelError as e:
         return {"error": str(e).replace("\n", "; ")}
-    data: dict[str, Any] = {}
     if grid.mode in ("simulate", "both"):
         data["sim"] = simulate(m).metrics
     if grid.mode in ("analyze", "both"):
         data["analysis"] = bounds(m)
+    return _recorded(grid, data)
+
+
+def _recorded(grid: Grid, data: dict[str, Any]) -> dict[str, Any]:
+    """The row of a point's results: every scalar, or the record paths."""
     if not grid.record:
         out: dict[str, Any] = {}
         for k, v in data.items():
@@ -515,7 +584,12 @@ def write_tables(rows: list[dict[str, Any]], out: Path) -> list[Path]:
     cols: dict[str, None] = {}
     for r in rows:
         cols |= dict.fromkeys(r)
-    table = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
+    # a varied value that is itself a list (a VINT range [lo, hi]) is one
+    # cell: its JSON text
+    def cell(v: Any) -> Any:
+        return json.dumps(v) if isinstance(v, list | dict) else v
+
+    table = pa.Table.from_pylist([{c: cell(r.get(c)) for c in cols} for r in rows])
     files = [out / "results.parquet", out / "results.csv"]
     pq.write_table(table, files[0])
     pacsv.write_csv(table, files[1])

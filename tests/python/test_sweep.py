@@ -167,3 +167,45 @@ def test_cli_ctrl_c_exit_130(tmp_path: Path) -> None:
     assert 1 <= len(kept) < 1200
     assert (out / "results.parquet").exists() and "Traceback" not in stderr
     assert os.path.getsize(out / "results.csv") > 0
+
+
+VINT_GRID: dict[str, Any] = {
+    "mode": "vint",
+    "vint": {"sets": 60},
+    "vary": {"irq_interarrival": [["0.5ms", "1ms"], ["0.8ms", "1.3ms"], ["5ms", "10ms"]]},
+    "seeds": [4, 5],
+}
+
+
+def test_vint_mode_is_vint_sweep_per_point(tmp_path: Path) -> None:
+    """`mode: vint` (VINT Figures 4-9 through the sweep machinery): every
+    row equals `vint_sweep` of its point run by hand on all threads (the
+    generator is deterministic per seed whatever the thread count), the
+    varied inter-arrival times move the vINT schemes' serviceability as
+    VINT Figure 4 does, and a resumed sweep recomputes nothing."""
+    from irqlab.analysis import vint_sweep
+
+    grid = grid_from_dict(VINT_GRID)
+    assert grid.size == 6
+    res = run_sweep(grid, tmp_path, backend=LocalBackend(2), chunk=1)
+    assert res.computed == 6 and all(r["error"] is None for r in res.rows)
+    for r in res.rows:
+        lo, hi = (int(float(x.removesuffix("ms")) * 1_000_000) for x in r["irq_interarrival"])
+        want = vint_sweep({"irq_interarrival": (lo, hi)}, 60, seed=r["seed"], threads=2)
+        for kind in ("schedulable", "serviceable"):
+            for scheme, v in want[kind].items():
+                assert r[f"vint.{kind}.{scheme}"] == v, (r["irq_interarrival"], kind, scheme)
+    serv = {tuple(r["irq_interarrival"]): r["vint.serviceable.DSvINT"] for r in res.rows
+            if r["seed"] == 4}
+    assert serv[("5ms", "10ms")] > serv[("0.5ms", "1ms")]
+    assert run_sweep(grid, tmp_path, backend=LocalBackend(2)).computed == 0
+    assert (tmp_path / "results.csv").read_text().count("\n") == 7
+
+
+def test_vint_grid_errors() -> None:
+    with pytest.raises(ValueError, match="mode vint: give the generator's parameters"):
+        grid_from_dict({"mode": "vint", "model": "vint-analysis"})
+    with pytest.raises(ValueError, match="vint: only with mode: vint"):
+        grid_from_dict({"model": "vint-analysis", "vint": {"sets": 1}})
+    with pytest.raises(ValueError, match="first point: vint: .*unknown key"):
+        grid_from_dict({"mode": "vint", "vint": {"sets": 5, "bogus": 1}})
