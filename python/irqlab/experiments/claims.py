@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -133,13 +135,18 @@ def falsify(measure: Callable[[str | None], T],
 
     `judge` must return the same claims, in the same order, for every
     variant."""
+    t0 = time.monotonic()
     base = measure(None)
     checks = judge(base)
     variants: list[str] = []
     for c in checks:
         if c.falsifier is not None and c.falsifier.variant not in variants:
             variants.append(c.falsifier.variant)
-    for v in variants:
+    for i, v in enumerate(variants):
+        # progress on stderr: the paper's system is done, the falsifiers
+        # follow (each a run of about the same length)
+        print(f"  [{time.monotonic() - t0:5.0f} s] falsifier {i + 1}/{len(variants)}: {v}",
+              file=sys.stderr, flush=True)
         alt = judge(measure(v))
         if len(alt) != len(checks):
             raise RuntimeError(f"falsifier {v!r}: {len(alt)} claims, expected {len(checks)}")
