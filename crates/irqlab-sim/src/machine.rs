@@ -80,6 +80,8 @@ pub struct Simulation {
     pub(crate) partial: bool,
     /// Events processed at the current instant (the no-progress guard).
     pub(crate) same_instant: u64,
+    /// The guard's limit: `MAX_EVENTS_PER_INSTANT` (smaller in unit tests).
+    pub(crate) instant_limit: u64,
 }
 
 /// Wrap a core error with context built only when there is an error.
@@ -187,6 +189,7 @@ impl Simulation {
             nwin,
             partial: false,
             same_instant: 0,
+            instant_limit: MAX_EVENTS_PER_INSTANT,
         };
         sim.add_servers()?;
         sim.add_tasks()?;
@@ -262,13 +265,14 @@ impl Simulation {
         while let Some(ev) = self.events.pop_until(until) {
             if ev.time == self.now {
                 self.same_instant += 1;
-                if self.same_instant > MAX_EVENTS_PER_INSTANT {
+                if self.same_instant > self.instant_limit {
                     return Err(SimError::Config {
                         path: "devices".into(),
                         value: format!("t = {} ns", self.now),
                         rule: format!(
-                            "more than {MAX_EVENTS_PER_INSTANT} events at one instant: the system \
-                             makes no progress (an arrival process with a zero interval?)"
+                            "more than {} events at one instant: the system makes no progress \
+                             (an arrival process with a zero interval?)",
+                            self.instant_limit
                         ),
                     });
                 }
@@ -353,3 +357,7 @@ impl Simulation {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "machine_guard_tests.rs"]
+mod guard_tests;
