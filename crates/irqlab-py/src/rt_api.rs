@@ -23,7 +23,7 @@ create_exception!(
 
 /// Run scenario `text` (named `name`) for its duration (or `duration_ns`);
 /// returns `(result_json, cyclictest_summary, histogram_file)`. The GIL is
-/// released while the threads run; SIGINT/SIGTERM stop the run early.
+/// released while the threads run; SIGINT/SIGTERM/SIGHUP stop the run early.
 #[pyfunction]
 #[pyo3(signature = (name, text, duration_ns=None))]
 fn run_scenario(

@@ -19,30 +19,43 @@
 //!   four hooks are driven here with the top half's CPU time: with the
 //!   budget spent, the fd stays disarmed until the replenishment.
 //!
+//! Bound fds are slots (`binding`): the waiter watches a duplicate and
+//! reports slot keys, and every handler call first checks that the fd's
+//! number still names the bound file, so a closed or reused number never
+//! reaches the old handler. Handlers run under `quiet::call` (a panic is
+//! caught and its message kept, with no backtrace collected).
+//!
 //! Accounting: every readiness event is counted once; each is handled
-//! (possibly late) unless the fd errors or closes, which is reported. Data
-//! the kernel drops before an event (a full socket buffer) is counted from
-//! `/proc/net/udp` (see `socket_drops`).
+//! (possibly late), still queued at the stop, or discarded because its fd
+//! was unbound, errored or closed first, which is reported. Data the kernel
+//! drops before an event (a full socket buffer) is counted from
+//! `/proc/net/udp` on the bound socket (see `socket_drops`).
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 use irqlab_core::{
     Inherit, LatencyRecorder, Nanos, Pibs, Server, ServerPolicy, SporadicServer, ThreadId,
     ThreadPolicy, UnblockCtx, Utilization,
 };
 
+use crate::binding::{Gone, Slot, Slots, Target};
 use crate::error::RtError;
 use crate::sys::{self, Fd};
+use crate::threads::{self, Spawned};
 use crate::waiter::Waiter;
 use crate::{
-    enter_thread, leave_thread, park, wake_task, CpuShared, FdMap, Runtime, ServerHandle, Shared,
+    enter_thread, leave_thread, park, quiet, wake_task, CpuShared, Runtime, ServerHandle, Shared,
     TaskHandle, SAMPLES,
 };
+
+/// Waiter keys of the top half's own descriptors (slot keys are indices).
+const WAKE_KEY: u64 = u64::MAX - 1;
+const TIMER_KEY: u64 = u64::MAX - 2;
+/// Panic messages kept per class or upcall.
+const PANIC_MESSAGES: usize = 8;
 
 /// How the top half waits for events.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -113,7 +126,8 @@ pub type Handler = Box<dyn FnMut(&mut Event) -> u64 + Send>;
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Job {
-    fd: RawFd,
+    /// The slot key of the fd.
+    slot: usize,
     arrival: Nanos,
     hangup: bool,
     /// The period a PIBS I/O VCPU inherits for this job (the Main VCPU
@@ -133,18 +147,27 @@ pub(crate) struct ClassState {
     pub handled: u64,
     pub items: u64,
     pub panics: u64,
+    /// The first panics' messages and locations.
+    pub panic_messages: Vec<String>,
+    /// Events whose fd was unbound, errored or closed before their turn.
+    pub discarded: u64,
     pub budget_yields: u64,
-    pub kernel_drops: u64,
-    pub closed: Vec<String>,
     pub dispatch: LatencyRecorder,
     pub handling: LatencyRecorder,
+}
+
+fn keep_panic(v: &mut Vec<String>, msg: String) {
+    if v.len() < PANIC_MESSAGES {
+        v.push(msg);
+    }
 }
 
 /// Upcall statistics (kept by the top half).
 pub(crate) struct UpcallState {
     pub name: String,
     pub fd: RawFd,
-    handler: Handler,
+    /// Its slot key.
+    pub slot: usize,
     /// `None`: a budget equal to its period (100 %), which cannot bind --
     /// the time is accounted, never deferred. (A top half busy 100 % of a
     /// window, softirq time included, would otherwise drain a C = T server
@@ -155,23 +178,12 @@ pub(crate) struct UpcallState {
     pub handled: u64,
     pub items: u64,
     pub panics: u64,
+    pub panic_messages: Vec<String>,
+    pub discarded: u64,
     pub deferrals: u64,
     pub cpu: Nanos,
-    pub closed: Option<String>,
     pub dispatch: LatencyRecorder,
     pub handling: LatencyRecorder,
-}
-
-#[derive(Clone, Copy)]
-enum Binding {
-    /// `inherit`: the period of the Main VCPU waiting on this fd, if it
-    /// overrides the class's.
-    Class {
-        cpu: usize,
-        index: usize,
-        inherit: Option<Nanos>,
-    },
-    Upcall(usize),
 }
 
 /// Descriptors shared by the top half and the I/O VCPU threads.
@@ -181,6 +193,8 @@ pub(crate) struct IoShared {
     timer: Fd,
     pub upcalls: Mutex<Vec<UpcallState>>,
     pub top_half_cpu: Mutex<Nanos>,
+    /// Every binding, in key order (`binding`).
+    pub slots: Mutex<Slots>,
 }
 
 impl IoShared {
@@ -201,9 +215,10 @@ impl IoShared {
             timer: Fd(timer),
             upcalls: Mutex::new(Vec::new()),
             top_half_cpu: Mutex::new(Nanos::ZERO),
+            slots: Mutex::new(Vec::new()),
         };
-        io.waiter.add(io.wake.0, true)?;
-        io.waiter.add(io.timer.0, true)?;
+        io.waiter.add(io.wake.0, WAKE_KEY, true)?;
+        io.waiter.add(io.timer.0, TIMER_KEY, true)?;
         Ok(io)
     }
 
@@ -211,12 +226,12 @@ impl IoShared {
         sys::eventfd_signal(self.wake.0);
     }
 
-    fn arm(&self, fd: RawFd) -> Result<(), RtError> {
-        self.waiter.arm(fd)
-    }
-
-    fn remove(&self, fd: RawFd) {
-        self.waiter.remove(fd)
+    /// Bind `fd` to `target` with `handler`: a new slot; returns its key.
+    fn add_slot(&self, fd: RawFd, target: Target, handler: Handler) -> Result<usize, RtError> {
+        let slot = Arc::new(Slot::new(fd, target, handler)?);
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        slots.push(slot);
+        Ok(slots.len() - 1)
     }
 
     fn arm_timer(&self, at: Option<Nanos>) {
@@ -246,8 +261,7 @@ impl IoShared {
 /// Declarations waiting for `start`.
 #[derive(Default)]
 pub(crate) struct Pending {
-    bindings: FdMap<Binding>,
-    handlers: Vec<(IoClass, FdMap<Handler>)>,
+    classes: Vec<IoClass>,
     upcalls: Vec<UpcallState>,
 }
 
@@ -316,9 +330,9 @@ impl Runtime {
             handled: 0,
             items: 0,
             panics: 0,
+            panic_messages: Vec::new(),
+            discarded: 0,
             budget_yields: 0,
-            kernel_drops: 0,
-            closed: Vec::new(),
             dispatch: LatencyRecorder::new(SAMPLES, None),
             handling: LatencyRecorder::new(SAMPLES, None),
         });
@@ -328,7 +342,7 @@ impl Runtime {
             server: sh,
             worker,
         };
-        self.io_pending.handlers.push((class, FdMap::new()));
+        self.io_pending.classes.push(class);
         Ok(class)
     }
 
@@ -338,7 +352,13 @@ impl Runtime {
         if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
             return Err(RtError::config("fd", fd, "not an open file descriptor"));
         }
-        if self.io_pending.bindings.contains_key(&fd) {
+        let slots = self
+            .shared
+            .io
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if slots.iter().any(|s| s.fd == fd && !s.is_retired()) {
             return Err(RtError::config(
                 "fd",
                 fd,
@@ -346,6 +366,19 @@ impl Runtime {
             ));
         }
         Ok(())
+    }
+
+    /// Unbind `fd` (bound by `bind_fd`, `bind_fd_for` or
+    /// `register_upcall`), before or after `start`: none of its events
+    /// reaches its handler from now on; returns once the handler is not
+    /// running and has been dropped, with what it owns (a socket it owns is
+    /// closed then). Afterwards the program may close the fd or let its
+    /// number be reused. Waits at most `Config::stop_timeout` for a running
+    /// handler (an error then: the handler will not be called again, but
+    /// it still exists). Events still queued for the fd are discarded
+    /// (counted in the report).
+    pub fn unbind_fd(&mut self, fd: RawFd) -> Result<(), RtError> {
+        crate::binding::unbind(&self.shared, fd)
     }
 
     /// Bind `fd` to I/O class `class` (USB-DIFFSERV `usb_set_iovcpu`): its
@@ -387,25 +420,31 @@ impl Runtime {
         handler: Handler,
     ) -> Result<(), RtError> {
         self.check_fd(fd)?;
-        let slot = self
-            .io_pending
-            .handlers
-            .iter_mut()
-            .find(|(c, _)| *c == class)
-            .ok_or_else(|| RtError::config("class", class.index, "not a class of this runtime"))?;
-        slot.1.insert(fd, handler);
-        let mut st = self.shared.cpus[class.cpu].lock();
-        let c = &mut st.classes[class.index];
-        c.fds.push(fd);
-        let inherit = if c.pibs { inherit.or(c.inherit) } else { None };
-        self.io_pending.bindings.insert(
-            fd,
-            Binding::Class {
-                cpu: class.cpu,
-                index: class.index,
-                inherit,
-            },
-        );
+        if !self.io_pending.classes.contains(&class) {
+            return Err(RtError::config(
+                "class",
+                class.index,
+                "not a class of this runtime",
+            ));
+        }
+        let inherit = {
+            let st = self.shared.cpus[class.cpu].lock();
+            let c = &st.classes[class.index];
+            if c.pibs {
+                inherit.or(c.inherit)
+            } else {
+                None
+            }
+        };
+        let target = Target::Class {
+            cpu: class.cpu,
+            index: class.index,
+            inherit,
+        };
+        self.shared.io.add_slot(fd, target, handler)?;
+        self.shared.cpus[class.cpu].lock().classes[class.index]
+            .fds
+            .push(fd);
         Ok(())
     }
 
@@ -429,55 +468,83 @@ impl Runtime {
         )?;
         let server = (budget.budget < budget.period).then_some(server);
         let i = self.io_pending.upcalls.len();
+        let slot = self
+            .shared
+            .io
+            .add_slot(fd, Target::Upcall(i), Box::new(handler))?;
         self.io_pending.upcalls.push(UpcallState {
             name: name.to_string(),
             fd,
-            handler: Box::new(handler),
+            slot,
             server,
             deferred: None,
             events: 0,
             handled: 0,
             items: 0,
             panics: 0,
+            panic_messages: Vec::new(),
+            discarded: 0,
             deferrals: 0,
             cpu: Nanos::ZERO,
-            closed: None,
             dispatch: LatencyRecorder::new(SAMPLES, None),
             handling: LatencyRecorder::new(SAMPLES, None),
         });
-        self.io_pending.bindings.insert(fd, Binding::Upcall(i));
         Ok(())
     }
 }
 
+impl crate::RtHandle {
+    /// [`Runtime::unbind_fd`] from any thread.
+    pub fn unbind_fd(&self, fd: RawFd) -> Result<(), RtError> {
+        crate::binding::unbind(&self.shared, fd)
+    }
+}
+
 /// Register the fds and start the top half and the I/O VCPU threads.
-pub(crate) fn start(shared: &Arc<Shared>, p: Pending) -> Result<Vec<JoinHandle<()>>, RtError> {
-    for (&fd, b) in &p.bindings {
-        shared.io.waiter.add(fd, matches!(b, Binding::Upcall(_)))?;
+pub(crate) fn start(shared: &Arc<Shared>, p: Pending) -> Result<Vec<Spawned>, RtError> {
+    let slots: Arc<Slots> = Arc::new(
+        shared
+            .io
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone(),
+    );
+    for (k, slot) in slots.iter().enumerate() {
+        let g = slot.lock();
+        if let Some(a) = &g.anchor {
+            let level = matches!(slot.target, Target::Upcall(_));
+            shared.io.waiter.add(a.0, k as u64, level)?;
+        }
     }
     let mut hs = Vec::new();
-    for (class, handlers) in p.handlers {
+    for class in p.classes {
         let shared = shared.clone();
-        hs.push(
-            std::thread::Builder::new()
-                .name(format!("irqlab-io{}", class.index))
-                .spawn(move || bottom_half_thread(shared, class, handlers))
-                .map_err(|e| RtError::from_io("spawn I/O VCPU thread", e))?,
-        );
+        let slots = slots.clone();
+        let what = {
+            let st = shared.cpus[class.cpu].lock();
+            format!(
+                "I/O VCPU thread of class {}",
+                st.classes[class.index].name.escape_debug()
+            )
+        };
+        hs.push(threads::spawn(
+            format!("irqlab-io{}", class.index),
+            what,
+            move || bottom_half_thread(shared, class, slots),
+        )?);
     }
     *shared.io.upcalls.lock().unwrap_or_else(|e| e.into_inner()) = p.upcalls;
     let sh = shared.clone();
-    let bindings = p.bindings;
-    hs.push(
-        std::thread::Builder::new()
-            .name("irqlab-top".into())
-            .spawn(move || top_half(sh, bindings))
-            .map_err(|e| RtError::from_io("spawn top half", e))?,
-    );
+    hs.push(threads::spawn(
+        "irqlab-top".into(),
+        "top half".into(),
+        move || top_half(sh, slots),
+    )?);
     Ok(hs)
 }
 
-fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
+fn top_half(shared: Arc<Shared>, slots: Arc<Slots>) {
     let cpu = shared.cfg.top_half_cpu.unwrap_or(shared.cpus[0].cpu);
     if let Err(e) = enter_thread(&shared, cpu, shared.cfg.top_half_priority) {
         shared.warn(format!("top half: {e}"));
@@ -491,40 +558,48 @@ fn top_half(shared: Arc<Shared>, bindings: FdMap<Binding>) {
         ready.clear();
         io.waiter.wait(&mut ready);
         let t = sys::now();
-        for &(fd, flags) in &ready {
-            if fd == io.wake.0 || fd == io.timer.0 {
+        for &(key, flags) in &ready {
+            if key == WAKE_KEY || key == TIMER_KEY {
+                let fd = if key == WAKE_KEY {
+                    io.wake.0
+                } else {
+                    io.timer.0
+                };
                 sys::eventfd_drain(fd);
-                if let Err(e) = io.waiter.rearm_level(fd) {
+                if let Err(e) = io.waiter.rearm_level(fd, key) {
                     shared.warn(format!("top half: {e}"));
                 }
-                if fd == io.timer.0 {
-                    run_deferred(&shared, &mut upcalls, t);
+                if key == TIMER_KEY {
+                    run_deferred(&shared, &slots, &mut upcalls, t);
                 }
                 continue;
             }
+            // A retired slot's last report (or one cancelled under io_uring).
+            let Some(slot) = slots.get(key as usize).filter(|s| !s.is_retired()) else {
+                continue;
+            };
             let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
-            match bindings.get(&fd) {
-                Some(&Binding::Class {
+            match slot.target {
+                Target::Class {
                     cpu,
                     index,
                     inherit,
-                }) => queue_job(
+                } => queue_job(
                     &shared.cpus[cpu],
                     index,
                     Job {
-                        fd,
+                        slot: key as usize,
                         arrival: t,
                         hangup,
                         inherit,
                     },
                 ),
-                Some(&Binding::Upcall(i)) => {
+                Target::Upcall(i) => {
                     let u = &mut upcalls[i];
                     u.events += 1;
-                    run_upcall(&shared, u, t, hangup);
+                    run_upcall(&shared, slot, u, t, hangup);
                     arm_deferred_timer(io, &upcalls);
                 }
-                None => io.remove(fd),
             }
         }
     }
@@ -564,8 +639,23 @@ fn queue_job(cpu: &CpuShared, index: usize, job: Job) {
 
 /// Run an upcall now if its server has budget (SporadicServer hooks,
 /// QUEST-VCPU Alg. 4-5: unblock, update-budget; Alg. 3: end-of-timeslice
-/// with the CPU time used), else defer it to the replenishment.
-fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool) {
+/// with the CPU time used), else defer it to the replenishment. An event
+/// of an fd unbound or closed in the meantime is discarded.
+fn run_upcall(shared: &Shared, slot: &Slot, u: &mut UpcallState, arrival: Nanos, hangup: bool) {
+    let key = u.slot as u64;
+    let mut g = slot.lock();
+    let anchor = match slot.check(&g) {
+        Ok(a) => a,
+        Err(gone) => {
+            u.discarded += 1;
+            u.deferred = None;
+            if let Gone::Closed = gone {
+                slot.closed(slot.closed_message("at an event"));
+                slot.retire(shared, key, &mut g, false);
+            }
+            return;
+        }
+    };
     let now = sys::now();
     if let Some(server) = u.server.as_mut() {
         if u.deferred.is_none() {
@@ -583,7 +673,7 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
             if u.deferred.is_none() {
                 u.deferrals += 1;
                 u.deferred = Some(arrival);
-                shared.io.waiter.disarm(u.fd);
+                shared.io.waiter.disarm(anchor, key);
             }
             return;
         }
@@ -603,7 +693,10 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
         hangup,
         shared,
     };
-    let r = catch_unwind(AssertUnwindSafe(|| (u.handler)(&mut ev)));
+    let r = match g.handler.as_mut() {
+        Some(h) => quiet::call(|| h(&mut ev)),
+        None => Ok(0),
+    };
     let end = sys::now();
     let used = end.saturating_sub(start);
     u.cpu += used;
@@ -615,33 +708,35 @@ fn run_upcall(shared: &Shared, u: &mut UpcallState, arrival: Nanos, hangup: bool
             u.handled += 1;
             u.items += items;
         }
-        Err(_) => u.panics += 1,
+        Err(msg) => {
+            u.panics += 1;
+            keep_panic(&mut u.panic_messages, msg);
+        }
     }
     u.dispatch.record(start.saturating_sub(arrival));
     u.handling.record(end.saturating_sub(arrival));
-    if hangup {
-        shared.io.remove(u.fd);
-        u.closed = Some(format!("fd {} reported an error or hang-up; unbound", u.fd));
+    let w = &shared.io.waiter;
+    let rearmed = if hangup {
+        Err(format!("fd {} reported an error or hang-up; unbound", u.fd))
+    } else if resumed {
+        w.arm_level(anchor, key)
+            .map_err(|e| format!("{e}; unbound"))
     } else {
-        let w = &shared.io.waiter;
-        let r = if resumed {
-            w.arm_level(u.fd)
-        } else {
-            w.rearm_level(u.fd)
-        };
-        if let Err(e) = r {
-            shared.io.remove(u.fd);
-            u.closed = Some(format!("{e}; unbound"));
-        }
+        w.rearm_level(anchor, key)
+            .map_err(|e| format!("{e}; unbound"))
+    };
+    if let Err(why) = rearmed {
+        slot.closed(why);
+        slot.retire(shared, key, &mut g, true);
     }
 }
 
-fn run_deferred(shared: &Shared, upcalls: &mut [UpcallState], t: Nanos) {
+fn run_deferred(shared: &Shared, slots: &Slots, upcalls: &mut [UpcallState], t: Nanos) {
     for u in upcalls.iter_mut() {
         if let Some(a) = u.deferred {
             let next = u.server.as_ref().and_then(|s| s.next_event(t));
             if next.is_none_or(|e| e <= sys::now()) {
-                run_upcall(shared, u, a, false);
+                run_upcall(shared, &slots[u.slot], u, a, false);
             }
         }
     }
@@ -659,7 +754,60 @@ fn arm_deferred_timer(io: &IoShared, upcalls: &[UpcallState]) {
     io.arm_timer(at.map(|t| t.max(Nanos(1))));
 }
 
-fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<Handler>) {
+/// What became of one bottom-half job.
+enum Outcome {
+    /// The fd was unbound or closed first.
+    Discarded,
+    /// The handler ran (items, or its panic's message) and ended at `end`.
+    Ran(Result<u64, String>, Nanos),
+}
+
+/// One job: check the fd is still the bound file, run the handler under
+/// the slot's lock, re-arm (or unbind after a hang-up or error).
+fn run_job(shared: &Shared, slot: &Slot, job: &Job, start: Nanos) -> Outcome {
+    let key = job.slot as u64;
+    let mut g = slot.lock();
+    let anchor = match slot.check(&g) {
+        Ok(a) => a,
+        Err(Gone::Unbound) => return Outcome::Discarded,
+        Err(Gone::Closed) => {
+            slot.closed(slot.closed_message("at an event"));
+            slot.retire(shared, key, &mut g, false);
+            return Outcome::Discarded;
+        }
+    };
+    let mut ev = Event {
+        fd: slot.fd,
+        arrival: job.arrival,
+        start,
+        hangup: job.hangup,
+        shared,
+    };
+    let r = match g.handler.as_mut() {
+        Some(h) => quiet::call(|| h(&mut ev)),
+        None => Ok(0),
+    };
+    let end = sys::now();
+    let rearmed = if job.hangup {
+        Err(format!(
+            "fd {} reported an error or hang-up; unbound",
+            slot.fd
+        ))
+    } else {
+        shared
+            .io
+            .waiter
+            .arm(anchor, key)
+            .map_err(|e| format!("{e}; unbound"))
+    };
+    if let Err(why) = rearmed {
+        slot.closed(why);
+        slot.retire(shared, key, &mut g, true);
+    }
+    Outcome::Ran(r, end)
+}
+
+fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, slots: Arc<Slots>) {
     let cpu = shared.cpus[class.cpu].clone();
     let id = class.worker.id;
     let sh = cpu.lock().threads[id.0].sh.clone();
@@ -702,46 +850,26 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
         }
         sh.park.wait_while_wanted();
         let start = sys::now();
-        let mut ev = Event {
-            fd: job.fd,
-            arrival: job.arrival,
-            start,
-            hangup: job.hangup,
-            shared: &shared,
-        };
-        let r = match handlers.get_mut(&job.fd) {
-            Some(h) => catch_unwind(AssertUnwindSafe(|| h(&mut ev))),
-            None => Ok(0),
-        };
-        let end = sys::now();
-        let closed = if job.hangup {
-            handlers.remove(&job.fd);
-            shared.io.remove(job.fd);
-            Some(format!(
-                "fd {} reported an error or hang-up; unbound",
-                job.fd
-            ))
-        } else if let Err(e) = shared.io.arm(job.fd) {
-            handlers.remove(&job.fd);
-            shared.io.remove(job.fd);
-            Some(format!("{e}; unbound"))
-        } else {
-            None
-        };
+        let outcome = run_job(&shared, &slots[job.slot], &job, start);
         park::critical(|| {
             let mut st = cpu.lock();
             let c = &mut st.classes[class.index];
-            match r {
-                Ok(items) => {
-                    c.handled += 1;
-                    c.items += items;
+            match outcome {
+                Outcome::Discarded => c.discarded += 1,
+                Outcome::Ran(r, end) => {
+                    match r {
+                        Ok(items) => {
+                            c.handled += 1;
+                            c.items += items;
+                        }
+                        Err(msg) => {
+                            c.panics += 1;
+                            keep_panic(&mut c.panic_messages, msg);
+                        }
+                    }
+                    c.dispatch.record(start.saturating_sub(job.arrival));
+                    c.handling.record(end.saturating_sub(job.arrival));
                 }
-                Err(_) => c.panics += 1,
-            }
-            c.dispatch.record(start.saturating_sub(job.arrival));
-            c.handling.record(end.saturating_sub(job.arrival));
-            if let Some(msg) = closed {
-                c.closed.push(msg);
             }
             if let (true, Some(p)) = (c.pibs, job.inherit) {
                 let now = sys::now();
@@ -749,11 +877,6 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, mut handlers: FdMap<H
             }
         });
     }
-    // The handlers own their fds: read the kernel's drop counts before
-    // dropping them.
-    let drops: u64 = handlers.keys().filter_map(|&fd| socket_drops(fd)).sum();
-    cpu.lock().classes[class.index].kernel_drops = drops;
-    drop(handlers);
     leave_thread(&shared, &cpu, id, tid);
 }
 

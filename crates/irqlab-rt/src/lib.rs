@@ -22,27 +22,34 @@
 //! * Nothing needs root except what the kernel demands: without SCHED_FIFO
 //!   the runtime runs in [`Mode::ParkOnly`] (budgets still enforced by
 //!   parking, no priority ordering) or refuses, as configured, and says so.
-//! * Robustness: a panicking handler is caught and counted; an fd that
-//!   errors or hangs up is reported and unbound; every event is handled or
-//!   counted as dropped; `stop` restores every thread's policy.
+//! * Robustness: a panicking handler is caught (quietly: no backtrace on
+//!   the handler's path, see `quiet`) and counted; an fd that errors or
+//!   hangs up is reported and unbound; a bound fd is tracked by identity,
+//!   not number (`io`: a closed or reused number never reaches the old
+//!   handler); every event is handled or counted as dropped; `stop`
+//!   restores every thread's policy and returns within
+//!   `Config::stop_timeout` whatever the threads do (`threads`).
+//! * Misses are attributed: an independent probe per CPU (`probe`) tells a
+//!   stall of the platform from a fault of the runtime.
 
 #![cfg(target_os = "linux")]
 
+mod binding;
 pub mod error;
 pub mod io;
 pub mod kupcall;
 pub mod park;
+pub mod probe;
+mod quiet;
 pub mod report;
 pub mod scenario;
 mod supervisor;
 pub mod sys;
+mod threads;
 mod waiter;
 
-use std::collections::HashMap;
-use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 
 pub use error::RtError;
 pub use io::{Backend, Event, IoClass, IoServer, UpcallBudget};
@@ -50,6 +57,7 @@ use irqlab_core::{
     LatencyRecorder, Nanos, Scheduler, Server, ServerId, ServerPriority, SporadicServer, ThreadId,
     ThreadPolicy, Unbounded,
 };
+pub use probe::ProbeConfig;
 pub use report::Report;
 
 use crate::park::ParkCell;
@@ -89,6 +97,41 @@ pub struct Config {
     /// Refuse to start without SCHED_FIFO instead of falling back.
     pub require_fifo: bool,
     pub backend: Backend,
+    /// `stop` (and drop) return within this much time after telling the
+    /// threads to stop (plus the time to collect the report): a thread
+    /// still running then is reported, given back its scheduling policy
+    /// and detached. 500 ms by default.
+    pub stop_timeout: Nanos,
+    /// The platform-latency probe on each managed CPU (`None`: off).
+    pub probe: Option<ProbeConfig>,
+    /// What a periodic task does after a stall that made releases pass
+    /// (default for `spawn_periodic`; `spawn_periodic_with` overrides).
+    pub catch_up: CatchUp,
+}
+
+/// What a periodic task does with releases whose deadline has already
+/// passed when the previous job ends (after a stall of the task, the CPU
+/// or the whole process, e.g. SIGSTOP).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    /// Run every released job, late ones back to back (what the simulator
+    /// does); each job started past its deadline is counted
+    /// (`late_starts`).
+    #[default]
+    RunLate,
+    /// Skip every release whose deadline has passed before it could
+    /// start and go on with the first that can still make it; skipped
+    /// releases are counted (`skipped_jobs`), not run.
+    Skip,
+}
+
+/// Timing of a periodic task (`Runtime::spawn_periodic_with`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Periodic {
+    pub period: Nanos,
+    pub deadline: Nanos,
+    pub catch_up: CatchUp,
 }
 
 impl Default for Config {
@@ -104,6 +147,9 @@ impl Default for Config {
             min_sleep: Nanos::from_us(10),
             require_fifo: false,
             backend: Backend::Epoll,
+            stop_timeout: Nanos::from_ms(500),
+            probe: Some(ProbeConfig::default()),
+            catch_up: CatchUp::RunLate,
         }
     }
 }
@@ -149,8 +195,17 @@ pub(crate) struct ThreadShared {
 pub(crate) struct TaskStats {
     pub period: Nanos,
     pub deadline: Nanos,
+    pub catch_up: CatchUp,
     /// Jobs that finished (late ones included).
     pub jobs: u64,
+    /// Releases skipped by `CatchUp::Skip`.
+    pub skipped: u64,
+    /// Jobs started after their deadline had passed (`CatchUp::RunLate`).
+    pub late_starts: u64,
+    /// `[release, completion]` of the first `MAX_LATE` late jobs (for
+    /// attributing misses to the platform probe); `late_dropped` more.
+    pub late: Vec<(Nanos, Nanos)>,
+    pub late_dropped: u64,
     /// Finished jobs whose response exceeded the deadline.
     pub misses: u64,
     /// Release of the oldest unfinished job (`None`: the first, at the
@@ -220,9 +275,16 @@ pub(crate) struct CpuShared {
     pub cpu: usize,
     pub doorbell: Fd,
     state: Mutex<CpuState>,
+    probe: Mutex<probe::ProbeState>,
 }
 
+/// Late jobs whose window is kept per task for attribution.
+pub(crate) const MAX_LATE: usize = 4096;
+
 impl CpuShared {
+    pub fn probe(&self) -> MutexGuard<'_, probe::ProbeState> {
+        self.probe.lock().unwrap_or_else(|e| e.into_inner())
+    }
     pub fn lock(&self) -> MutexGuard<'_, CpuState> {
         // A panic while holding the lock cannot leave the core half-updated
         // in a way later calls rely on; keep going with the data.
@@ -242,6 +304,9 @@ pub(crate) struct Shared {
     pub io: io::IoShared,
     pub warnings: Mutex<Vec<String>>,
     pub t0: AtomicU64,
+    /// The process's CPU affinity when the runtime was made: what a thread
+    /// gets back at the stop.
+    pub affinity: Option<libc::cpu_set_t>,
 }
 
 impl Shared {
@@ -261,8 +326,10 @@ pub struct Runtime {
     shared: Arc<Shared>,
     pending: Vec<(TaskHandle, TaskBody)>,
     io_pending: io::Pending,
-    handles: Vec<JoinHandle<()>>,
+    handles: Vec<threads::Spawned>,
     running: bool,
+    /// Threads that did not return within the stop's bound.
+    unreturned: Vec<String>,
     /// Kernel upcalls, attached at `start`, detached at `stop` or drop.
     kupcalls: Vec<kupcall::Registered>,
 }
@@ -301,6 +368,25 @@ impl Runtime {
                     p,
                     "SCHED_FIFO priorities are 1..=99",
                 ));
+            }
+        }
+        if cfg.stop_timeout.is_zero() || cfg.stop_timeout > Nanos::from_secs(60) {
+            return Err(RtError::config(
+                "stop_timeout",
+                format!("{} ns", cfg.stop_timeout.0),
+                "must be in (0, 60 s]",
+            ));
+        }
+        if let Some(p) = cfg.probe {
+            if p.interval < Nanos::from_us(10) || p.interval > Nanos::from_secs(1) {
+                return Err(RtError::config(
+                    "probe.interval",
+                    format!("{} ns", p.interval.0),
+                    "must be in [10 us, 1 s]",
+                ));
+            }
+            if p.stall.is_zero() {
+                return Err(RtError::config("probe.stall", "0 ns", "must be positive"));
             }
         }
         let mut warnings = Vec::new();
@@ -355,10 +441,12 @@ impl Runtime {
                     throttles: 0,
                     errors: 0,
                 }),
+                probe: Mutex::new(probe::ProbeState::new(cfg.probe.unwrap_or_default())),
             }));
         }
         let io = io::IoShared::new(cfg.backend)?;
         park::install();
+        quiet::install();
         Ok(Runtime {
             shared: Arc::new(Shared {
                 cfg,
@@ -369,11 +457,13 @@ impl Runtime {
                 io,
                 warnings: Mutex::new(warnings),
                 t0: AtomicU64::new(0),
+                affinity: sys::affinity(),
             }),
             pending: Vec::new(),
             io_pending: io::Pending::default(),
             handles: Vec::new(),
             running: false,
+            unreturned: Vec::new(),
             kupcalls: Vec::new(),
         })
     }
@@ -518,7 +608,7 @@ impl Runtime {
         server: ServerHandle,
         name: &str,
         prio: u32,
-        periodic: Option<(Nanos, Nanos)>,
+        periodic: Option<Periodic>,
     ) -> Result<(TaskHandle, Arc<ThreadShared>), RtError> {
         add_thread(&self.shared, server, name, prio, periodic)
     }
@@ -551,7 +641,8 @@ impl Runtime {
 
     /// Spawn a periodic task: `job` runs once per `period` from the start
     /// (first release at start); a job finishing after its release plus
-    /// `deadline` is a miss. Response times are recorded.
+    /// `deadline` is a miss. Response times are recorded. After a stall,
+    /// releases whose deadline passed are handled per `Config::catch_up`.
     pub fn spawn_periodic<F>(
         &mut self,
         server: ServerHandle,
@@ -559,12 +650,38 @@ impl Runtime {
         prio: u32,
         period: Nanos,
         deadline: Nanos,
+        job: F,
+    ) -> Result<TaskHandle, RtError>
+    where
+        F: FnMut(&TaskCtx) + Send + 'static,
+    {
+        let catch_up = self.shared.cfg.catch_up;
+        let timing = Periodic {
+            period,
+            deadline,
+            catch_up,
+        };
+        self.spawn_periodic_with(server, name, prio, timing, job)
+    }
+
+    /// [`Runtime::spawn_periodic`] with its own catch-up policy.
+    pub fn spawn_periodic_with<F>(
+        &mut self,
+        server: ServerHandle,
+        name: &str,
+        prio: u32,
+        timing: Periodic,
         mut job: F,
     ) -> Result<TaskHandle, RtError>
     where
         F: FnMut(&TaskCtx) + Send + 'static,
     {
         self.not_running("spawn")?;
+        let Periodic {
+            period,
+            deadline,
+            catch_up,
+        } = timing;
         if period.is_zero() || deadline.is_zero() {
             return Err(RtError::config(
                 format!("task[{name}].period"),
@@ -572,12 +689,25 @@ impl Runtime {
                 "period and deadline must be positive",
             ));
         }
-        let (h, _) = self.add_thread(server, name, prio, Some((period, deadline)))?;
+        let (h, _) = self.add_thread(server, name, prio, Some(timing))?;
         let body = move |ctx: &TaskCtx| {
             let mut release = ctx.start_time();
             while ctx.running() {
                 if !ctx.wait_until(release) {
                     break;
+                }
+                let now = sys::now();
+                if now >= release + deadline {
+                    match catch_up {
+                        CatchUp::RunLate => ctx.late_start(),
+                        CatchUp::Skip => {
+                            // Every release r with r + deadline <= now.
+                            let n = (now - release - deadline).0 / period.0 + 1;
+                            release += Nanos(period.0.saturating_mul(n));
+                            ctx.skip_jobs(n, release);
+                            continue;
+                        }
+                    }
                 }
                 job(ctx);
                 ctx.job_done(release);
@@ -594,10 +724,19 @@ impl Runtime {
         wake_task(&self.shared, task, sys::now());
     }
 
-    /// Start supervisors, the top half and every declared thread.
+    /// Start supervisors, probes, the top half and every declared thread.
+    /// A real-time thread of another process that may run on a managed CPU
+    /// is named in a warning (the runtime's threads below its priority wait
+    /// while it runs; start and stop do not depend on it).
     pub fn start(&mut self) -> Result<(), RtError> {
         self.not_running("start")?;
         self.running = true;
+        for c in sys::rt_competitors(&self.shared.cfg.cpus) {
+            self.shared.warn(format!(
+                "a competing real-time thread: {c}; runtime threads below its priority \
+                 there wait while it runs"
+            ));
+        }
         let t0 = sys::now();
         self.shared.t0.store(t0.0, Ordering::SeqCst);
         for cpu in &self.shared.cpus {
@@ -607,25 +746,45 @@ impl Runtime {
         for cpu in self.shared.cpus.clone() {
             let shared = self.shared.clone();
             let (tx, rx) = std::sync::mpsc::channel();
-            let h = std::thread::Builder::new()
-                .name(format!("irqlab-sup{}", cpu.cpu))
-                .spawn(move || {
+            let c = cpu.cpu;
+            let t = threads::spawn(
+                format!("irqlab-sup{c}"),
+                format!("supervisor of CPU {c}"),
+                move || {
                     let r = enter_thread(&shared, cpu.cpu, shared.cfg.supervisor_priority);
                     let ok = r.is_ok();
                     let _ = tx.send(r);
                     if ok {
                         supervisor::run(shared, cpu);
                     }
-                })
-                .map_err(|e| RtError::from_io("spawn supervisor", e))?;
-            self.handles.push(h);
-            match rx.recv() {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => {
-                    self.shutdown();
-                    return Err(e);
-                }
-                Err(_) => return Err(RtError::State("supervisor died at start".into())),
+                },
+            )?;
+            self.handles.push(t);
+            let bound =
+                std::time::Duration::from_nanos(self.shared.cfg.stop_timeout.0.max(1_000_000_000));
+            let r = match rx.recv_timeout(bound) {
+                Ok(r) => r,
+                Err(_) => Err(RtError::State(format!(
+                    "the supervisor of CPU {c} did not start within {} ms (real-time threads \
+                     that may run there: {})",
+                    bound.as_millis(),
+                    competitors_text(&[c])
+                ))),
+            };
+            if let Err(e) = r {
+                self.shutdown();
+                return Err(e);
+            }
+        }
+        if self.shared.cfg.probe.is_some() {
+            for cpu in self.shared.cpus.clone() {
+                let shared = self.shared.clone();
+                let c = cpu.cpu;
+                self.handles.push(threads::spawn(
+                    format!("irqlab-probe{c}"),
+                    format!("platform probe of CPU {c}"),
+                    move || probe::run(shared, cpu),
+                )?);
             }
         }
         let io = std::mem::take(&mut self.io_pending);
@@ -637,11 +796,15 @@ impl Runtime {
         }
         for (h, body) in std::mem::take(&mut self.pending) {
             let shared = self.shared.clone();
-            let jh = std::thread::Builder::new()
-                .name(format!("irqlab-t{}", h.id.0))
-                .spawn(move || managed_thread(shared, h, body))
-                .map_err(|e| RtError::from_io("spawn task", e))?;
-            self.handles.push(jh);
+            let what = {
+                let st = self.shared.cpus[h.cpu].lock();
+                format!("task {}", st.threads[h.id.0].name.escape_debug())
+            };
+            self.handles.push(threads::spawn(
+                format!("irqlab-t{}", h.id.0),
+                what,
+                move || managed_thread(shared, h, body),
+            )?);
         }
         self.shared.started.open();
         Ok(())
@@ -657,14 +820,26 @@ impl Runtime {
         self.shared.stop.store(true, Ordering::SeqCst);
     }
 
+    /// Tell every thread to stop and wait for them at most
+    /// `Config::stop_timeout`. Managed threads get their scheduling policy
+    /// and the process's affinity back first (from this thread, under each
+    /// CPU's lock, so no supervisor pass can undo it): a thread stuck below
+    /// a competing real-time thread on its CPU can then finish elsewhere.
     fn shutdown(&mut self) {
         let sh = &self.shared;
         sh.stop.store(true, Ordering::SeqCst);
         sh.started.open();
         for cpu in &sh.cpus {
             {
-                let st = cpu.lock();
-                for t in &st.threads {
+                let mut st = cpu.lock();
+                for t in st.threads.iter_mut() {
+                    if let Some(tid) = t.tid {
+                        if t.applied.is_some() || sh.mode == Mode::ParkOnly {
+                            let p = t.original.unwrap_or(threads::OTHER);
+                            threads::restore(tid, p, sh.affinity.as_ref());
+                            t.applied = None;
+                        }
+                    }
                     t.sh.park.unpark();
                     t.sh.gate.open();
                 }
@@ -672,28 +847,56 @@ impl Runtime {
             cpu.kick();
         }
         sh.io.wake_top_half();
-        for h in self.handles.drain(..) {
-            let _ = h.join();
+        let hs = std::mem::take(&mut self.handles);
+        let stuck = threads::join_within(hs, sh.cfg.stop_timeout, sh.affinity.as_ref());
+        if !stuck.is_empty() {
+            let rivals = competitors_text(&sh.cfg.cpus);
+            for s in &stuck {
+                sh.warn(format!(
+                    "{s} (real-time threads of other processes there: {rivals})"
+                ));
+            }
+            self.unreturned.extend(stuck);
         }
     }
 
-    /// Stop everything, restore every thread's policy, and report.
+    /// Stop everything, restore every thread's policy, and report. Returns
+    /// within `Config::stop_timeout` after the threads are told to stop
+    /// (plus the report's collection): a thread still running then is in
+    /// `Report::unreturned_threads` and the warnings.
     pub fn stop(mut self) -> Report {
         let t_end = sys::now();
         // Kernel upcalls first: what arrives from now on takes the fd's
         // normal path, which is still running.
         let kernel = kupcall::detach_all(&mut self.kupcalls);
         self.shutdown();
+        binding::finish(&self.shared);
         let mut r = Report::collect(&self.shared, t_end);
         r.kernel_upcalls = kernel;
+        r.unreturned_threads = std::mem::take(&mut self.unreturned);
+        r.stop_ns = sys::now().saturating_sub(t_end).0;
         r
     }
+}
+
+/// The real-time threads of other processes that may run on `cpus`, for a
+/// message.
+fn competitors_text(cpus: &[usize]) -> String {
+    let c = sys::rt_competitors(cpus);
+    if c.is_empty() {
+        return "none found".into();
+    }
+    c.iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
         if !self.handles.is_empty() {
             self.shutdown();
+            binding::finish(&self.shared);
         }
     }
 }
@@ -747,7 +950,7 @@ pub(crate) fn add_thread(
     server: ServerHandle,
     name: &str,
     prio: u32,
-    periodic: Option<(Nanos, Nanos)>,
+    periodic: Option<Periodic>,
 ) -> Result<(TaskHandle, Arc<ThreadShared>), RtError> {
     let cpu = shared
         .cpus
@@ -770,10 +973,15 @@ pub(crate) fn add_thread(
         wake_pending: None,
         waiting_wake: false,
         wake_latency: LatencyRecorder::new(SAMPLES, None),
-        periodic: periodic.map(|(period, deadline)| TaskStats {
-            period,
-            deadline,
+        periodic: periodic.map(|p| TaskStats {
+            period: p.period,
+            deadline: p.deadline,
+            catch_up: p.catch_up,
             jobs: 0,
+            skipped: 0,
+            late_starts: 0,
+            late: Vec::new(),
+            late_dropped: 0,
             misses: 0,
             next_release: None,
             response: LatencyRecorder::new(SAMPLES, None),
@@ -818,10 +1026,7 @@ impl RtHandle {
         let affinity = sys::affinity();
         let original = sys::get_policy(0).ok();
         park::attach(&sh.park);
-        sys::pin(0, cpu.cpu)?;
-        if shared.mode == Mode::Fifo {
-            sys::set_fifo(0, shared.cfg.bg_priority)?;
-        }
+        enter_thread(shared, cpu.cpu, shared.cfg.bg_priority)?;
         let tid = sys::gettid();
         register_thread(shared, &cpu, h.id, tid, original);
         park::critical(|| {
@@ -878,13 +1083,14 @@ impl Drop for Joined {
     }
 }
 
-/// Pin the calling thread and make it SCHED_FIFO at `prio` (in FIFO mode).
+/// Make the calling thread SCHED_FIFO at `prio` (in FIFO mode) and pin it,
+/// in that order: a thread pinned first would wait as SCHED_OTHER behind
+/// any real-time thread already running on that CPU.
 fn enter_thread(shared: &Shared, cpu: usize, prio: i32) -> Result<(), RtError> {
-    sys::pin(0, cpu)?;
     if shared.mode == Mode::Fifo {
         sys::set_fifo(0, prio)?;
     }
-    Ok(())
+    sys::pin(0, cpu)
 }
 
 pub(crate) fn wake_task(shared: &Shared, task: TaskHandle, origin: Nanos) {
@@ -1013,7 +1219,31 @@ impl TaskCtx {
                 p.response.record(r);
                 if r > p.deadline {
                     p.misses += 1;
+                    if p.late.len() < MAX_LATE {
+                        p.late.push((release, now));
+                    } else {
+                        p.late_dropped += 1;
+                    }
                 }
+            }
+        });
+    }
+
+    /// A periodic job starts after its deadline passed (`CatchUp::RunLate`).
+    pub(crate) fn late_start(&self) {
+        park::critical(|| {
+            if let Some(p) = self.cpu.lock().threads[self.id.0].periodic.as_mut() {
+                p.late_starts += 1;
+            }
+        });
+    }
+
+    /// `n` releases skipped (`CatchUp::Skip`); the next is at `next`.
+    pub(crate) fn skip_jobs(&self, n: u64, next: Nanos) {
+        park::critical(|| {
+            if let Some(p) = self.cpu.lock().threads[self.id.0].periodic.as_mut() {
+                p.skipped += n;
+                p.next_release = Some(next);
             }
         });
     }
@@ -1032,17 +1262,12 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
     park::attach(&sh.park);
     let tid = sys::gettid();
     let original = sys::get_policy(0).ok();
-    let pinned = sys::pin(0, cpu.cpu);
-    let fifo = if shared.mode == Mode::Fifo {
-        sys::set_fifo(0, shared.cfg.bg_priority)
-    } else {
-        Ok(())
-    };
-    for r in [pinned, fifo] {
-        if let Err(e) = r {
-            shared.warn(format!("thread {}: {e}", h.id.0));
-        }
+    if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
+        shared.warn(format!("thread {}: {e}", h.id.0));
     }
+    // Known (tid, policy) before the wait, so a stop can restore a thread
+    // that never got the CPU back.
+    register_thread(&shared, &cpu, h.id, tid, original);
     shared.started.wait();
     let ctx = TaskCtx {
         shared: shared.clone(),
@@ -1050,7 +1275,6 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
         id: h.id,
         sh: sh.clone(),
     };
-    register_thread(&shared, &cpu, h.id, tid, original);
     park::critical(|| {
         let mut st = cpu.lock();
         let now = sys::now();
@@ -1091,9 +1315,6 @@ pub(crate) fn leave_thread(shared: &Shared, cpu: &CpuShared, id: ThreadId, tid: 
     cpu.kick();
 }
 
-/// Map of fd -> binding kept by the top half (re-exported for `io`).
-pub(crate) type FdMap<T> = HashMap<RawFd, T>;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1102,7 +1323,12 @@ mod tests {
         TaskStats {
             period: Nanos::from_ms(10),
             deadline: Nanos::from_ms(8),
+            catch_up: CatchUp::RunLate,
             jobs: 0,
+            skipped: 0,
+            late_starts: 0,
+            late: Vec::new(),
+            late_dropped: 0,
             misses: 0,
             next_release,
             response: LatencyRecorder::new(16, None),

@@ -1,13 +1,17 @@
-//! What a run produced: per-server CPU use, per-task jobs, misses and
-//! response times, per-class and per-upcall event counts and latencies,
-//! supervisor counters and warnings. Serializable to JSON; latency
-//! summaries carry percentiles from the core's histogram.
+//! What a run produced: per-server CPU use, per-task jobs, misses (and
+//! which of them the platform probe explains) and response times,
+//! per-class and per-upcall event counts and latencies, supervisor
+//! counters beside each CPU's platform probe, threads that did not return
+//! at the stop, and warnings. Serializable to JSON; latency summaries carry
+//! percentiles from the core's histogram.
 
 use std::sync::atomic::Ordering;
 
 use irqlab_core::{LatencyRecorder, Nanos};
 use serde::Serialize;
 
+use crate::binding::{Notes, Target};
+use crate::probe::ProbeState;
 use crate::{Mode, Shared};
 
 /// Summary of one latency recorder, in nanoseconds.
@@ -77,6 +81,19 @@ pub struct TaskReport {
     pub response: Option<Latency>,
     /// From a waking event's arrival to the task running.
     pub wake: Latency,
+    /// What the task does after a stall.
+    pub catch_up: Option<crate::CatchUp>,
+    /// Releases skipped after a stall (`CatchUp::Skip`; not in `jobs`,
+    /// not counted as misses).
+    pub skipped_jobs: Option<u64>,
+    /// Jobs started after their deadline had passed (`CatchUp::RunLate`).
+    pub late_starts: Option<u64>,
+    /// Misses during which the platform probe of the task's CPU saw a
+    /// stall (the CPU was taken from every thread): the platform's, not
+    /// the runtime's. `None` without a probe.
+    pub misses_platform: Option<u64>,
+    /// The other misses: nothing the probe saw explains them.
+    pub misses_unexplained: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -89,6 +106,12 @@ pub struct EventReport {
     pub handled: u64,
     pub items: u64,
     pub panics: u64,
+    /// The first panics' messages and locations (no backtrace is taken).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub panic_messages: Vec<String>,
+    /// Events whose fd was unbound, errored or found closed before their
+    /// handler's turn (not handled, counted).
+    pub discarded: u64,
     /// Events still queued at the stop (counted, not lost).
     pub pending: u64,
     /// Upcalls: events deferred for want of budget.
@@ -114,6 +137,37 @@ pub struct SupervisorReport {
     pub errors: u64,
     /// How late the supervisor's timer woke it (the floor of enforcement).
     pub timer_latency: Latency,
+    /// The platform-latency probe of this CPU, if it ran.
+    pub probe: Option<ProbeReport>,
+}
+
+/// What a CPU's platform probe saw (`probe`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeReport {
+    pub interval_ns: u64,
+    /// A sample at least this late is a stall.
+    pub stall_threshold_ns: u64,
+    /// The probe ran at SCHED_FIFO (otherwise its lateness includes the
+    /// fair scheduler's).
+    pub fifo: bool,
+    /// How late each sample woke.
+    pub lateness: Latency,
+    pub stalls: u64,
+    /// Sum of the stalls' lateness.
+    pub stall_time_ns: u64,
+}
+
+impl ProbeReport {
+    fn of(p: &ProbeState) -> ProbeReport {
+        ProbeReport {
+            interval_ns: p.cfg.interval.0,
+            stall_threshold_ns: p.cfg.stall.0,
+            fifo: p.fifo,
+            lateness: Latency::of(&p.lateness),
+            stalls: p.stall_count,
+            stall_time_ns: p.stall_time.0,
+        }
+    }
 }
 
 /// Everything a run produced.
@@ -127,6 +181,11 @@ pub struct Report {
     pub events: Vec<EventReport>,
     pub supervisors: Vec<SupervisorReport>,
     pub warnings: Vec<String>,
+    /// Threads that had not returned `Config::stop_timeout` after the stop
+    /// (left running, detached, their scheduling policy restored).
+    pub unreturned_threads: Vec<String>,
+    /// How long `stop` took from its call to the report.
+    pub stop_ns: u64,
     /// Kernel upcalls (eBPF handlers in the softirq), if any.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub kernel_upcalls: Vec<crate::kupcall::KernelUpcallReport>,
@@ -149,6 +208,8 @@ impl Report {
             tasks: Vec::new(),
             events: Vec::new(),
             supervisors: Vec::new(),
+            unreturned_threads: Vec::new(),
+            stop_ns: 0,
             kernel_upcalls: Vec::new(),
             warnings: shared
                 .warnings
@@ -156,7 +217,27 @@ impl Report {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
         };
-        for cpu in &shared.cpus {
+        let slots = shared
+            .io
+            .slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        // Kernel drops and closures of the fds bound to a target.
+        let notes = |pick: &dyn Fn(Target) -> bool| {
+            let mut n = Notes::default();
+            for s in slots.iter().filter(|s| pick(s.target)) {
+                let x = s.notes();
+                n.drops += x.drops;
+                n.closed.extend(x.closed);
+            }
+            n
+        };
+        for (ci, cpu) in shared.cpus.iter().enumerate() {
+            let probe = {
+                let p = cpu.probe();
+                p.running.then(|| (ProbeReport::of(&p), p))
+            };
             let st = cpu.lock();
             for (sid, s) in st.servers.iter().enumerate() {
                 let used: u64 = st
@@ -181,6 +262,22 @@ impl Report {
                 });
             }
             for t in &st.threads {
+                let (platform, unexplained) = match (&t.periodic, &probe) {
+                    (Some(p), Some((_, ps))) => {
+                        let misses = p.misses + p.unfinished_past_deadline(t0, t_end);
+                        let late = p.late.iter().filter(|w| ps.saw_stall(w.0, w.1)).count();
+                        let first = p.next_release.unwrap_or(t0);
+                        let unfinished = ps.unfinished_explained(
+                            first,
+                            p.period,
+                            p.unfinished_past_deadline(t0, t_end),
+                            t_end,
+                        );
+                        let platform = late as u64 + unfinished;
+                        (Some(platform), Some(misses - platform))
+                    }
+                    _ => (None, None),
+                };
                 r.tasks.push(TaskReport {
                     name: t.name.clone(),
                     server: st.servers[t.server.0].name.clone(),
@@ -198,9 +295,17 @@ impl Report {
                         .map(|p| p.unfinished_past_deadline(t0, t_end)),
                     response: t.periodic.as_ref().map(|p| Latency::of(&p.response)),
                     wake: Latency::of(&t.wake_latency),
+                    catch_up: t.periodic.as_ref().map(|p| p.catch_up),
+                    skipped_jobs: t.periodic.as_ref().map(|p| p.skipped),
+                    late_starts: t.periodic.as_ref().map(|p| p.late_starts),
+                    misses_platform: platform,
+                    misses_unexplained: unexplained,
                 });
             }
-            for c in &st.classes {
+            for (k, c) in st.classes.iter().enumerate() {
+                let n = notes(
+                    &|t| matches!(t, Target::Class { cpu, index, .. } if cpu == ci && index == k),
+                );
                 r.events.push(EventReport {
                     name: c.name.clone(),
                     path: "class",
@@ -209,11 +314,13 @@ impl Report {
                     handled: c.handled,
                     items: c.items,
                     panics: c.panics,
-                    pending: c.events - c.handled - c.panics,
+                    panic_messages: c.panic_messages.clone(),
+                    discarded: c.discarded,
+                    pending: c.events - c.handled - c.panics - c.discarded,
                     deferrals: 0,
                     budget_yields: c.budget_yields,
-                    kernel_drops: c.kernel_drops,
-                    closed: c.closed.clone(),
+                    kernel_drops: n.drops,
+                    closed: n.closed,
                     dispatch: Latency::of(&c.dispatch),
                     handling: Latency::of(&c.handling),
                 });
@@ -225,6 +332,7 @@ impl Report {
                 throttles: st.throttles,
                 errors: st.errors,
                 timer_latency: Latency::of(&st.timer_latency),
+                probe: probe.as_ref().map(|(p, _)| p.clone()),
             });
         }
         for u in shared
@@ -234,6 +342,7 @@ impl Report {
             .unwrap_or_else(|e| e.into_inner())
             .iter()
         {
+            let n = slots.get(u.slot).map(|s| s.notes()).unwrap_or_default();
             r.events.push(EventReport {
                 name: u.name.clone(),
                 path: "upcall",
@@ -242,11 +351,13 @@ impl Report {
                 handled: u.handled,
                 items: u.items,
                 panics: u.panics,
-                pending: u.events - u.handled - u.panics,
+                panic_messages: u.panic_messages.clone(),
+                discarded: u.discarded,
+                pending: u.events - u.handled - u.panics - u.discarded,
                 deferrals: u.deferrals,
                 budget_yields: 0,
-                kernel_drops: crate::io::socket_drops(u.fd).unwrap_or(0),
-                closed: u.closed.iter().cloned().collect(),
+                kernel_drops: n.drops,
+                closed: n.closed,
                 dispatch: Latency::of(&u.dispatch),
                 handling: Latency::of(&u.handling),
             });

@@ -8,7 +8,8 @@
 //! Design principles: every key is known (`deny_unknown_fields`); every
 //! error names the field path, the value and the rule; generators run on a
 //! CPU the runtime does not manage, so their cost does not pollute the
-//! measurement; the run ends after `duration` or at SIGINT/SIGTERM, and
+//! measurement; the run ends after `duration` or at SIGINT/SIGTERM/SIGHUP
+//! (a closed terminal ends a run like Ctrl-C, with its report), and
 //! the report accounts for every generated item (handled, dropped by the
 //! kernel, or still queued).
 
@@ -50,6 +51,9 @@ struct RuntimeSpec {
     backend: Backend,
     #[serde(default)]
     require_fifo: bool,
+    /// Default catch-up policy of periodic tasks (`run_late` or `skip`).
+    #[serde(default)]
+    catch_up: crate::CatchUp,
 }
 
 #[derive(Debug, Deserialize)]
@@ -91,6 +95,9 @@ struct TaskSpec {
     deadline: Option<String>,
     #[serde(default)]
     priority: u32,
+    /// After a stall: `run_late` (every release runs) or `skip` (releases
+    /// whose deadline passed are skipped); default `runtime.catch_up`.
+    catch_up: Option<crate::CatchUp>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -178,14 +185,14 @@ extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
-/// Restores the previous SIGINT/SIGTERM handlers on drop.
+/// Restores the previous SIGINT/SIGTERM/SIGHUP handlers on drop.
 struct SignalGuard(Vec<(libc::c_int, libc::sigaction)>);
 
 impl SignalGuard {
     fn install() -> SignalGuard {
         STOP.store(false, Ordering::SeqCst);
         let mut old = Vec::new();
-        for sig in [libc::SIGINT, libc::SIGTERM] {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             // SAFETY: valid sigaction structs; the handler only stores an
             // atomic.
             unsafe {
@@ -231,7 +238,8 @@ fn spin(work: Nanos) {
 }
 
 /// Parse, validate and run `text` (the scenario file's contents) for its
-/// duration (or `duration` if given), stopping early at SIGINT/SIGTERM.
+/// duration (or `duration` if given), stopping early at SIGINT, SIGTERM or
+/// SIGHUP.
 pub fn run_str(name: &str, text: &str, duration: Option<Nanos>) -> Result<RunResult, RtError> {
     prepare(name, text, duration)?.run()
 }
@@ -267,6 +275,7 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
     }
     cfg.backend = sc.runtime.backend;
     cfg.require_fifo = sc.runtime.require_fifo;
+    cfg.catch_up = sc.runtime.catch_up;
     let gen_cpu = sc
         .runtime
         .generator_cpu
@@ -387,9 +396,12 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
                 if deadline.is_zero() {
                     return Err(RtError::config(f("deadline"), "0", "must be positive"));
                 }
-                rt.spawn_periodic(server, &t.name, t.priority, period, deadline, move |_| {
-                    spin(work)
-                })?;
+                let timing = crate::Periodic {
+                    period,
+                    deadline,
+                    catch_up: t.catch_up.unwrap_or(sc.runtime.catch_up),
+                };
+                rt.spawn_periodic_with(server, &t.name, t.priority, timing, move |_| spin(work))?;
             }
             (None, Some(src)) => {
                 if !sc.sources.iter().any(|s| &s.name == src) {
@@ -397,6 +409,13 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
                         f("wake_on"),
                         src,
                         "not a source of this scenario",
+                    ));
+                }
+                if let Some(c) = t.catch_up {
+                    return Err(RtError::config(
+                        f("catch_up"),
+                        format!("{c:?}"),
+                        "an event-driven task has no releases to catch up",
                     ));
                 }
                 if t.deadline.is_some() {
@@ -708,7 +727,7 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
 
 impl Prepared {
     /// Start the runtime and the generators, run for the duration (or
-    /// until SIGINT/SIGTERM), stop and report.
+    /// until SIGINT/SIGTERM/SIGHUP), stop and report.
     pub fn run(self) -> Result<RunResult, RtError> {
         let Prepared {
             name,

@@ -31,6 +31,11 @@ use crate::{CpuShared, CpuState, Mode, Shared};
 
 /// One supervisor pass with the CPU's lock held. Returns when to wake next.
 pub(crate) fn step(st: &mut CpuState, shared: &Shared, now: Nanos) -> Option<Nanos> {
+    // Stopping: the stop restores every thread's policy under this lock;
+    // a later pass must not undo it.
+    if shared.stop.load(Ordering::SeqCst) {
+        return None;
+    }
     st.passes += 1;
     // (1) Charge the dispatched server with its threads' CPU time.
     let current = st.sched.current().map(|(s, _)| s);

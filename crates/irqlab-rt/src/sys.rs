@@ -344,3 +344,178 @@ pub fn fair_server(cpu: usize) -> Option<(i64, i64)> {
     };
     Some((read("runtime")?, read("period")?))
 }
+
+/// A close-on-exec duplicate of `fd`, owned.
+pub fn dup(fd: libc::c_int) -> Result<Fd, RtError> {
+    // SAFETY: F_DUPFD_CLOEXEC on a caller-supplied number; the result, if
+    // any, is a new descriptor owned by `Fd`.
+    let d = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if d < 0 {
+        return Err(RtError::last_os(format!("dup(fd {fd})")));
+    }
+    Ok(Fd(d))
+}
+
+/// What identifies an open file without `kcmp`: device, inode and the
+/// file status flags' access mode (the two ends of a pipe share an inode).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct FileId {
+    dev: u64,
+    ino: u64,
+    rdev: u64,
+    access: libc::c_int,
+}
+
+/// The identity of the file behind `fd`; `None` if `fd` is not open.
+pub fn file_id(fd: libc::c_int) -> Option<FileId> {
+    // SAFETY: `st` is plain data written by the kernel; F_GETFL only reads.
+    unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        if libc::fstat(fd, &mut st) != 0 {
+            return None;
+        }
+        let fl = libc::fcntl(fd, libc::F_GETFL);
+        Some(FileId {
+            dev: st.st_dev,
+            ino: st.st_ino,
+            rdev: st.st_rdev,
+            access: fl & libc::O_ACCMODE,
+        })
+    }
+}
+
+/// Does descriptor `fd` refer to the same open file (the same `struct
+/// file`) as `anchor`, a duplicate taken when `fd` was bound? `kcmp(2)`
+/// answers exactly; where it is unavailable (no CONFIG_KCMP) the
+/// identities recorded at bind time (`id`) are compared. `false` when `fd`
+/// is closed or now names another file.
+pub fn same_file(fd: libc::c_int, anchor: libc::c_int, id: Option<FileId>) -> bool {
+    const KCMP_FILE: libc::c_long = 0;
+    // SAFETY: kcmp compares two descriptors of this process; no memory is
+    // passed.
+    let r = unsafe {
+        let pid = libc::getpid() as libc::c_long;
+        libc::syscall(
+            libc::SYS_kcmp,
+            pid,
+            pid,
+            KCMP_FILE,
+            fd as libc::c_long,
+            anchor as libc::c_long,
+        )
+    };
+    match r {
+        0 => true,
+        1..=3 => false,
+        _ => {
+            let e = std::io::Error::last_os_error().raw_os_error();
+            if e == Some(libc::EBADF) {
+                return false;
+            }
+            // ENOSYS / EPERM: compare what fstat says.
+            id.is_some() && file_id(fd) == id
+        }
+    }
+}
+
+/// Another process's real-time thread that may run on a CPU the runtime
+/// manages (it competes with the runtime's threads).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Competitor {
+    pub pid: i32,
+    pub tid: i32,
+    pub comm: String,
+    pub policy: SchedPolicy,
+    /// The managed CPUs it may run on.
+    pub cpus: Vec<usize>,
+}
+
+impl std::fmt::Display for Competitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} thread {} of process {} ({}) may run on CPU {:?}",
+            self.policy.name(),
+            self.policy.priority,
+            self.tid,
+            self.pid,
+            self.comm.escape_debug(),
+            self.cpus
+        )
+    }
+}
+
+/// SCHED_FIFO / SCHED_RR threads of other user-space processes allowed on
+/// any of `cpus` (kernel threads, e.g. `migration/N`, are left out: they run
+/// briefly by design). Read from `/proc`; unreadable entries are skipped.
+pub fn rt_competitors(cpus: &[usize]) -> Vec<Competitor> {
+    const PF_KTHREAD: u64 = 0x0020_0000;
+    let me = std::process::id() as i32;
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid == me {
+            continue;
+        }
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for t in tasks.flatten() {
+            let Some(tid) = t.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")) else {
+                continue;
+            };
+            // comm is in parentheses and may contain spaces or ')'.
+            let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
+                continue;
+            };
+            let comm = stat[open + 1..close].to_string();
+            let rest: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+            // Fields from 3 (state) on: flags is field 9, rt_priority 40,
+            // policy 41 (proc(5)).
+            let field = |k: usize| rest.get(k - 3).and_then(|v| v.parse::<u64>().ok());
+            let (Some(flags), Some(prio), Some(policy)) = (field(9), field(40), field(41)) else {
+                continue;
+            };
+            let policy = policy as libc::c_int;
+            if flags & PF_KTHREAD != 0 || !(policy == libc::SCHED_FIFO || policy == libc::SCHED_RR)
+            {
+                continue;
+            }
+            // SAFETY: `set` is plain data written by the kernel.
+            let allowed: Vec<usize> = unsafe {
+                let mut set: libc::cpu_set_t = std::mem::zeroed();
+                if libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set)
+                    != 0
+                {
+                    continue;
+                }
+                cpus.iter()
+                    .copied()
+                    .filter(|&c| c < libc::CPU_SETSIZE as usize && libc::CPU_ISSET(c, &set))
+                    .collect()
+            };
+            if allowed.is_empty() {
+                continue;
+            }
+            out.push(Competitor {
+                pid,
+                tid,
+                comm,
+                policy: SchedPolicy {
+                    policy,
+                    priority: prio as libc::c_int,
+                },
+                cpus: allowed,
+            });
+        }
+    }
+    out
+}
