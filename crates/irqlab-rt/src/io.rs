@@ -814,10 +814,10 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, slots: Arc<Slots>) {
     park::attach(&sh.park);
     let tid = sys::gettid();
     let original = sys::get_policy(0).ok();
+    crate::register_thread(&shared, &cpu, id, tid, original);
     if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
         shared.warn(format!("I/O VCPU thread {}: {e}", class.index));
     }
-    crate::register_thread(&shared, &cpu, id, tid, original);
     shared.started.wait();
     while !shared.stop.load(Ordering::SeqCst) {
         // Take a job, or block in the core until the top half queues one.

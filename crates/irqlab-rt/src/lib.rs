@@ -1262,12 +1262,12 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
     park::attach(&sh.park);
     let tid = sys::gettid();
     let original = sys::get_policy(0).ok();
+    // Known (tid, policy) before it moves to its CPU, so a stop can restore
+    // a thread that never gets that CPU (a competing real-time thread).
+    register_thread(&shared, &cpu, h.id, tid, original);
     if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
         shared.warn(format!("thread {}: {e}", h.id.0));
     }
-    // Known (tid, policy) before the wait, so a stop can restore a thread
-    // that never got the CPU back.
-    register_thread(&shared, &cpu, h.id, tid, original);
     shared.started.wait();
     let ctx = TaskCtx {
         shared: shared.clone(),

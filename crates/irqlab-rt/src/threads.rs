@@ -4,11 +4,14 @@
 //! What it is: every thread the runtime starts is spawned through
 //! [`spawn`], which records its kernel id and the scheduling policy it had
 //! before the runtime changed it, and marks it done when its body returns
-//! (or unwinds). [`join_within`] waits for all of them until a deadline;
-//! those that returned are joined, the others -- a handler or a task body
-//! that never returns -- are reported, given back their original
-//! scheduling policy and the process's CPU affinity (so a runaway thread
-//! no longer holds a SCHED_FIFO priority nobody supervises) and detached.
+//! (or unwinds). [`join_within`] waits for all of them until a deadline.
+//! Early in the wait (after `RESTORE_AFTER` or half the bound) every thread
+//! still running is given back its original scheduling policy and the
+//! process's CPU affinity: a thread stuck below another process's
+//! real-time thread on its CPU can then finish elsewhere, and a runaway
+//! thread no longer holds a SCHED_FIFO priority nobody supervises. At the
+//! deadline those that returned are joined, the others -- a handler or a
+//! task body that never returns -- are reported and detached.
 //!
 //! Design principles: `stop` never waits on a thread without a deadline;
 //! a thread that does not return costs a warning, never a hang.
@@ -96,17 +99,34 @@ pub(crate) fn restore(tid: sys::Tid, policy: SchedPolicy, affinity: Option<&libc
     }
 }
 
-/// Wait until every thread of `threads` returned or `bound` passed. The
-/// threads that returned are joined; each of the others is given back its
-/// original policy and `affinity`, detached, and described in the result.
+/// When the threads still running at a stop get their policy back.
+const RESTORE_AFTER: Nanos = Nanos::from_ms(100);
+
+/// Wait until every thread of `threads` returned or `bound` passed,
+/// giving the ones still running their original policy and `affinity`
+/// after `RESTORE_AFTER` (or half the bound). The threads that returned
+/// are joined; the others are detached and described in the result.
 pub(crate) fn join_within(
     threads: Vec<Spawned>,
     bound: Nanos,
     affinity: Option<&libc::cpu_set_t>,
 ) -> Vec<String> {
-    let deadline = sys::now() + bound;
-    while threads.iter().any(|t| !t.rec.done.load(Ordering::SeqCst)) && sys::now() < deadline {
-        std::thread::sleep(Duration::from_millis(1));
+    let t0 = sys::now();
+    let (restore_at, deadline) = (t0 + RESTORE_AFTER.min(Nanos(bound.0 / 2)), t0 + bound);
+    let running = |threads: &[Spawned]| threads.iter().any(|t| !t.rec.done.load(Ordering::SeqCst));
+    for until in [restore_at, deadline] {
+        while running(&threads) && sys::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        for t in threads
+            .iter()
+            .filter(|t| !t.rec.done.load(Ordering::SeqCst))
+        {
+            let tid = t.rec.tid.load(Ordering::SeqCst);
+            if tid > 0 {
+                restore(tid, t.rec.original(), affinity);
+            }
+        }
     }
     let mut stuck = Vec::new();
     for t in threads {
@@ -116,9 +136,6 @@ pub(crate) fn join_within(
         }
         let tid = t.rec.tid.load(Ordering::SeqCst);
         let p = t.rec.original();
-        if tid > 0 {
-            restore(tid, p, affinity);
-        }
         stuck.push(format!(
             "{} (tid {}) did not return within {} ms of the stop: left running, detached, \
              its scheduling policy restored to {} {}",

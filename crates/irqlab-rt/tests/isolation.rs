@@ -5,6 +5,12 @@
 //! without an I/O VCPU; a high class's handling latency does not depend on
 //! a flooded low class; a PIBS I/O VCPU shows the priority of the Main VCPU
 //! it serves (QUEST-VCPU Alg. 10).
+//!
+//! No wall-clock bound is asserted: on this non-PREEMPT_RT VM something
+//! above every SCHED_FIFO thread (the fair server, non-preemptible kernel
+//! sections, the host) can take a CPU for milliseconds. Each managed CPU's
+//! platform probe (an independent FIFO-99 sampler) sees such stalls, and a
+//! miss or a latency tail is excused only when the probe saw one.
 
 mod common;
 
@@ -63,14 +69,21 @@ fn control_with_flood(mut rt: Runtime, isolated: bool) -> Report {
     let c = r.event("flood").expect("flood report");
     eprintln!(
         "isolated={isolated}: sent {sent}, received {} in {} events, kernel drops {}, \
-         flood share {:.3}, control {:?}, steal {steal} ticks, response max {:?} ns",
+         flood share {:.3}, control (jobs, misses, by the platform) {:?}, steal {steal} ticks, \
+         response max {:?} ns, probe (stalls, max lateness) {:?}",
         c.items,
         c.events,
         c.kernel_drops,
         r.server("flood").map_or(0.0, |s| s.share),
-        r.task("control").map(|t| (t.jobs, t.deadline_misses)),
+        r.task("control")
+            .map(|t| (t.jobs, t.deadline_misses, t.misses_platform)),
         r.task("control")
             .and_then(|t| t.response.as_ref().and_then(|x| x.max)),
+        r.supervisors
+            .iter()
+            .filter_map(|s| s.probe.as_ref())
+            .map(|p| (p.stalls, p.lateness.max))
+            .collect::<Vec<_>>(),
     );
     // Every datagram is handled, dropped by the kernel (counted), or still
     // in the socket buffer at the stop (a few hundred at most).
@@ -94,24 +107,23 @@ fn flood_on_io_vcpu_cannot_make_control_task_miss() {
     };
     let r = control_with_flood(rt, true);
     let t = r.task("control").expect("control");
-    let jobs = t.jobs.unwrap_or(0);
-    assert!(jobs >= 140, "control ran {jobs} jobs in 1.5 s");
-    // Something above every SCHED_FIFO thread (the fair server running
-    // starved SCHED_OTHER work, the host) can take the CPU for milliseconds
-    // on this non-PREEMPT_RT kernel; it then delays the supervisor's own
-    // timer (FIFO 99) too, which no load on our threads can do. A miss is
-    // accepted only with such a stall on record.
-    let stall = r
-        .supervisors
-        .iter()
-        .filter_map(|s| s.timer_latency.max)
-        .max()
-        .unwrap_or(0);
+    // Every release is accounted for: finished, or unfinished (past its
+    // deadline or not yet due) -- at most one job in progress.
+    let releases = r.duration_ns / 10_000_000 + 1;
+    let accounted = t.jobs.unwrap_or(0) + t.unfinished_past_deadline.unwrap_or(0);
     assert!(
-        t.deadline_misses == Some(0) || stall >= 2_000_000,
-        "control missed {:?} deadlines with a 5 % I/O VCPU and the supervisor was never \
-         stalled (worst timer lateness {stall} ns)",
-        t.deadline_misses
+        accounted + 1 >= releases,
+        "control: {accounted} of {releases} jobs accounted for"
+    );
+    // A miss is accepted only when the platform probe of the control
+    // task's CPU saw a stall during the late job.
+    assert_eq!(
+        t.misses_unexplained,
+        Some(0),
+        "control missed {:?} deadlines with a 5 % I/O VCPU, {:?} of them during a stall the \
+         platform probe saw",
+        t.deadline_misses,
+        t.misses_platform
     );
     let f = r.server("flood").expect("flood");
     assert!(f.cpu_time_ns > 0, "the flood was never served");
@@ -200,15 +212,30 @@ fn high_class_latency_does_not_depend_on_flooded_low_class() {
             .and_then(|e| e.handling.p99)
             .expect("hi events handled")
     };
+    // The longest stall the platform probe saw in a run: time taken from
+    // every thread, which no separation of classes can give back.
+    let stall = |r: &Report| {
+        r.supervisors
+            .iter()
+            .filter_map(|s| s.probe.as_ref().and_then(|p| p.lateness.max))
+            .max()
+            .unwrap_or(0)
+    };
     let quiet = p99(&high_class_latency(false, false));
-    let flooded = p99(&high_class_latency(true, false));
+    let flooded_run = high_class_latency(true, false);
+    let (flooded, platform) = (p99(&flooded_run), stall(&flooded_run));
     let mixed = p99(&high_class_latency(true, true));
-    eprintln!("hi p99 handling: quiet {quiet} ns, low class flooded {flooded} ns, flood in the same class {mixed} ns");
+    eprintln!(
+        "hi p99 handling: quiet {quiet} ns, low class flooded {flooded} ns (longest platform \
+         stall {platform} ns), flood in the same class {mixed} ns"
+    );
     // Separate classes: the flood may add a supervisor pass and a context
-    // switch (tens of us on these VMs), not a budget period.
+    // switch (tens of us on these VMs), not a budget period -- beyond the
+    // stalls the platform probe saw.
     assert!(
-        flooded <= 2 * quiet + 200_000,
-        "hi p99 {flooded} ns under a low-class flood vs {quiet} ns quiet"
+        flooded <= 2 * quiet + 200_000 + platform,
+        "hi p99 {flooded} ns under a low-class flood vs {quiet} ns quiet (platform stalls up \
+         to {platform} ns)"
     );
     // The same flood in the same class: the high fd waits behind it (the
     // check would catch a runtime that did not separate classes).
