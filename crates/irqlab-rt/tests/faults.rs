@@ -473,7 +473,7 @@ fn a_panicking_handler_under_rust_backtrace_costs_one_handler() {
         let n = AtomicU64::new(0);
         rt.bind_fd(raw(&sock), class, move |_| {
             let got = drain(&sock, 1, work);
-            if panics && n.fetch_add(1, Ordering::Relaxed) % 2 == 0 {
+            if panics && n.fetch_add(1, Ordering::Relaxed).is_multiple_of(2) {
                 panic!("deliberate handler panic");
             }
             got
