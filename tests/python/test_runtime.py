@@ -24,14 +24,14 @@ def _no_miss_unless_cpu_stalled(control: dict, rep: dict) -> None:
     """The flood on its 5 % I/O VCPU never makes the control task miss. On
     this non-PREEMPT_RT kernel something above every SCHED_FIFO thread (the
     fair server running starved SCHED_OTHER work, the host) can still take
-    the CPU for milliseconds (docs/runtime.md); it then delays the
-    supervisor's own timer (SCHED_FIFO 99) as well, which no I/O load on our
-    threads can do. A miss is accepted only with such a stall on record."""
-    misses = control["deadline_misses"]
-    stall = max((s["timer_latency"]["max"] or 0) for s in rep["supervisors"])
-    assert misses == 0 or stall >= 2_000_000, (
-        f"control missed {misses} deadlines with the flood on its I/O VCPU, and the "
-        f"supervisor was never stalled (worst timer lateness {stall} ns)")
+    the CPU for milliseconds (docs/runtime.md); the platform probe of that
+    CPU (an independent SCHED_FIFO 99 sampler) then sees the stall, which no
+    I/O load on our threads can cause. A miss is accepted only when the
+    probe saw a stall during the late job."""
+    assert control["misses_unexplained"] == 0, (
+        f"control missed {control['deadline_misses']} deadlines with the flood on its I/O "
+        f"VCPU; the platform probe saw a stall during {control['misses_platform']} of them "
+        f"(probes: {[s['probe'] for s in rep['supervisors']]})")
 
 
 def test_shipped_isolation_scenario_runs_and_accounts_for_every_item(tmp_path: Path) -> None:
@@ -50,7 +50,9 @@ def test_shipped_isolation_scenario_runs_and_accounts_for_every_item(tmp_path: P
     assert sent - flood["items"] - flood["kernel_drops"] < 5000
     assert events["io.sensor"]["items"] == result["sent"]["io.sensor"]
     control = next(t for t in rep["tasks"] if t["name"] == "control")
-    assert control["jobs"] >= 90
+    # Every release accounted for (finished or unfinished; one in progress).
+    releases = rep["duration_ns"] // 10_000_000 + 1
+    assert control["jobs"] + control["unfinished_past_deadline"] + 1 >= releases
     _no_miss_unless_cpu_stalled(control, rep)
     # The sensor's bottom half wakes the reader once per handled event.
     reader = next(t for t in rep["tasks"] if t["name"] == "reader")
@@ -87,7 +89,7 @@ def test_flood_without_io_vcpu_makes_control_miss(tmp_path: Path) -> None:
     ("patch", "needle"),
     [
         ("tasks:\n", "tasks:\n  - {name: x, vcpu: ctl, period: 10ms, work: 1ms, colour: red}\n"),
-        ("budget: 1ms, period: 10ms", "budget: 20ms, period: 10ms"),
+        ("budget: 2ms, period: 10ms", "budget: 20ms, period: 10ms"),
         ("class: sensor}", "class: nosuch}"),
         ("interval: 2ms", "interval: 2 parsecs"),
         ("wake_on: sensor", "wake_on: ghost"),
@@ -135,13 +137,33 @@ def test_cli_reports_bad_scenario_as_usage_error(
     assert "bogus" in capsys.readouterr().err
 
 
+def _wait_for_supervisor(pid: int, timeout: float = 30.0) -> None:
+    """Wait until process `pid` runs a runtime supervisor thread (its stop
+    signals are handled from before the runtime starts)."""
+    import time
+
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        for comm in Path(f"/proc/{pid}/task").glob("*/comm"):
+            try:
+                if comm.read_text().startswith("irqlab-sup"):
+                    return
+            except OSError:
+                continue
+        time.sleep(0.05)
+    pytest.fail(f"no supervisor thread in process {pid} after {timeout} s")
+
+
 def _irqlab_cmd() -> list[str]:
     import sys
 
     return [sys.executable, "-m", "irqlab"]
 
 
-def test_sigint_stops_run_cleanly_and_still_reports(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGHUP"])
+def test_signal_stops_run_cleanly_and_still_reports(tmp_path: Path, signame: str) -> None:
+    """SIGINT (Ctrl-C) and SIGHUP (a closed terminal) end a run like
+    SIGTERM: threads restored, the report written."""
     import signal
     import subprocess
     import time
@@ -152,8 +174,9 @@ def test_sigint_stops_run_cleanly_and_still_reports(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)
-    proc.send_signal(signal.SIGINT)
+    _wait_for_supervisor(proc.pid)
+    time.sleep(0.3)
+    proc.send_signal(getattr(signal, signame))
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 0, err
     assert "(interrupted)" in out

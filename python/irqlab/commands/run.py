@@ -3,8 +3,11 @@
 Runs a runtime scenario with ``irqlab-rt`` (supervisor per CPU, Main and
 I/O VCPUs, fd-bound classes, upcalls), prints a cyclictest-style summary
 and a table per event path and task, and writes ``DIR/run.json`` and
-``DIR/histogram.txt`` (cyclictest ``--histfile`` format). SIGINT stops the
-run early and still reports.
+``DIR/histogram.txt`` (cyclictest ``--histfile`` format). SIGINT, SIGTERM
+and SIGHUP stop the run early and still report. Beside each supervisor's
+timer lateness it prints what the CPU's platform probe (an independent
+SCHED_FIFO 99 sampler) saw, and per task how many misses happened during a
+stall the probe saw (the platform's, not the runtime's).
 """
 
 from __future__ import annotations
@@ -28,6 +31,24 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _us(v: float | int | None) -> str:
     return "-" if v is None else f"{v / 1000:.1f}"
+
+
+def _platform_lines(rep: dict) -> list[str]:
+    """Per CPU: the supervisor's timer lateness beside the platform probe's."""
+    lines = []
+    for s in rep["supervisors"]:
+        t = s["timer_latency"]
+        line = (f"  cpu {s['cpu']}: supervisor timer late p99 {_us(t['p99'])} us, "
+                f"max {_us(t['max'])} us")
+        p = s.get("probe")
+        if p is not None:
+            lt = p["lateness"]
+            line += (f"; platform probe ({'FIFO 99' if p['fifo'] else 'not FIFO'}, every "
+                     f"{_us(p['interval_ns'])} us) late p99 {_us(lt['p99'])} us, max "
+                     f"{_us(lt['max'])} us, {p['stalls']} stalls >= "
+                     f"{_us(p['stall_threshold_ns'])} us ({_us(p['stall_time_ns'])} us in all)")
+        lines.append(line)
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,13 +77,13 @@ def run(args: argparse.Namespace) -> int:
     for w in rep["warnings"]:
         print(f"  warning: {w}")
     print(out.summary, end="")
-    print(f"  {'event path':<14}{'path':<8}{'sent':>9}{'events':>9}{'items':>9}{'drops':>9}"
-          f"{'panics':>7}{'p50 us':>9}{'p99 us':>9}{'max us':>9}")
+    print(f"  {'event path':<14} {'path':<7} {'sent':>9} {'events':>9} {'items':>9} "
+          f"{'drops':>9} {'panics':>6} {'p50 us':>9} {'p99 us':>9} {'max us':>9}")
     for e in rep["events"]:
         sent = out.result["sent"].get(e["name"], "-")
         h = e["handling"]
-        print(f"  {e['name']:<14}{e['path']:<8}{sent!s:>9}{e['events']:>9}{e['items']:>9}"
-              f"{e['kernel_drops']:>9}{e['panics']:>7}{_us(h['p50']):>9}{_us(h['p99']):>9}"
+        print(f"  {e['name']:<14} {e['path']:<7} {sent!s:>9} {e['events']:>9} {e['items']:>9} "
+              f"{e['kernel_drops']:>9} {e['panics']:>6} {_us(h['p50']):>9} {_us(h['p99']):>9} "
               f"{_us(h['max']):>9}")
         for c in e["closed"]:
             print(f"    closed: {c}")
@@ -87,10 +108,17 @@ def run(args: argparse.Namespace) -> int:
         r = t["response"]
         unfinished = t["unfinished_past_deadline"]
         late = f" ({unfinished} never finished)" if unfinished else ""
+        platform = t.get("misses_platform")
+        if t["deadline_misses"] and platform is not None:
+            late += f", {platform} during platform stalls the probe saw"
+        if t.get("skipped_jobs"):
+            late += f", {t['skipped_jobs']} releases skipped after stalls"
         print(f"  task {t['name']}: {t['jobs']} jobs finished, {t['deadline_misses']} deadline "
               f"misses{late}, response p50 {_us(r['p50'])} us, max {_us(r['max'])} us")
     for s in rep["servers"]:
         print(f"  server {s['name']} ({s['kind']}): {s['share'] * 100:.2f} % of CPU {s['cpu']}")
+    for line in _platform_lines(rep):
+        print(line)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "run.json").write_text(json.dumps(out.result, indent=1))
     (args.out / "histogram.txt").write_text(out.histogram)
