@@ -220,13 +220,7 @@ pub(crate) fn unbind(shared: &Shared, fd: RawFd) -> Result<(), RtError> {
 /// behind the runtime's back. A slot whose handler is still running (a
 /// thread that did not return) is left alone.
 pub(crate) fn finish(shared: &Shared) {
-    let slots = shared
-        .io
-        .slots
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .clone();
-    for (k, slot) in slots.iter().enumerate() {
+    for (k, slot) in shared.io.slot_list().iter().enumerate() {
         let Ok(mut g) = slot.inner.try_lock() else {
             continue;
         };

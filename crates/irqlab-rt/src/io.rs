@@ -226,6 +226,11 @@ impl IoShared {
         sys::eventfd_signal(self.wake.0);
     }
 
+    /// Every binding so far, in key order.
+    pub fn slot_list(&self) -> Slots {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Bind `fd` to `target` with `handler`: a new slot; returns its key.
     fn add_slot(&self, fd: RawFd, target: Target, handler: Handler) -> Result<usize, RtError> {
         let slot = Arc::new(Slot::new(fd, target, handler)?);
@@ -502,14 +507,7 @@ impl crate::RtHandle {
 
 /// Register the fds and start the top half and the I/O VCPU threads.
 pub(crate) fn start(shared: &Arc<Shared>, p: Pending) -> Result<Vec<Spawned>, RtError> {
-    let slots: Arc<Slots> = Arc::new(
-        shared
-            .io
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone(),
-    );
+    let slots: Arc<Slots> = Arc::new(shared.io.slot_list());
     for (k, slot) in slots.iter().enumerate() {
         let g = slot.lock();
         if let Some(a) = &g.anchor {

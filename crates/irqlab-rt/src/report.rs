@@ -217,12 +217,7 @@ impl Report {
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
         };
-        let slots = shared
-            .io
-            .slots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let slots = shared.io.slot_list();
         // Kernel drops and closures of the fds bound to a target.
         let notes = |pick: &dyn Fn(Target) -> bool| {
             let mut n = Notes::default();
