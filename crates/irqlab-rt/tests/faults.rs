@@ -36,6 +36,17 @@ fn watchdog(what: &'static str, secs: u64) -> Arc<AtomicBool> {
     done
 }
 
+/// Poll `f` every millisecond for up to 10 s (no fixed sleeps: a loaded
+/// machine may take a while to deliver a datagram).
+fn until(mut f: impl FnMut() -> bool) {
+    for _ in 0..10_000 {
+        if f() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn runtime(cfg: Config) -> Option<Runtime> {
     match Runtime::new(Config {
         require_fifo: true,
@@ -100,12 +111,7 @@ fn stop_returns_within_its_bound_with_a_runaway_handler_and_task() {
     let tx = Sender::start(to, Duration::from_millis(1));
     // Until both runaways are running (no fixed sleep: a loaded machine
     // may take a while to deliver the first datagram).
-    for _ in 0..10_000 {
-        if task_tid.load(Ordering::SeqCst) > 0 && bh_tid.load(Ordering::SeqCst) > 0 {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until(|| task_tid.load(Ordering::SeqCst) > 0 && bh_tid.load(Ordering::SeqCst) > 0);
     let r = rt.stop();
     tx.finish();
     eprintln!(
@@ -162,15 +168,18 @@ fn fd_reuse(backend: Backend) {
     };
     let class = rt.io_class("c", sporadic(2_000, 10), None).expect("class");
     let calls = Arc::new(AtomicU64::new(0));
+    let items = Arc::new(AtomicU64::new(0));
     let mut olds = Vec::new();
     for _ in 0..2 {
         let sock = udp_receiver();
         let to = sock.local_addr().expect("addr");
         let fd = raw(&sock);
-        let c = calls.clone();
+        let (c, i) = (calls.clone(), items.clone());
         rt.bind_fd(fd, class, move |_| {
             c.fetch_add(1, Ordering::SeqCst);
-            drain(&sock, 64, Nanos::ZERO)
+            let n = drain(&sock, 64, Nanos::ZERO);
+            i.fetch_add(n, Ordering::SeqCst);
+            n
         })
         .expect("bind");
         olds.push((fd, to));
@@ -183,7 +192,7 @@ fn fd_reuse(backend: Backend) {
         }
     };
     send(olds[0].1, 3);
-    std::thread::sleep(Duration::from_millis(50));
+    until(|| items.load(Ordering::SeqCst) >= 3);
     let before = calls.load(Ordering::SeqCst);
     // Close both bound fds by reusing their numbers for new sockets.
     let news: Vec<std::net::UdpSocket> = olds
@@ -200,9 +209,11 @@ fn fd_reuse(backend: Backend) {
         send(n.local_addr().expect("addr"), 100);
     }
     std::thread::sleep(Duration::from_millis(100));
-    // An event on the first old socket: the closure is found there.
+    // An event on the first old socket (alive through the runtime's
+    // duplicate): the closure is found there, the slot unbound and the
+    // duplicate closed, which frees the old socket's port.
     send(olds[0].1, 3);
-    std::thread::sleep(Duration::from_millis(100));
+    until(|| std::net::UdpSocket::bind(olds[0].1).is_ok());
     let r = rt.stop();
     let after = calls.load(Ordering::SeqCst) - before;
     let e = r.event("c").expect("class report");
@@ -294,7 +305,7 @@ fn unbind_drops_the_handler_and_nothing_reaches_it_afterwards() {
         for to in [to1, to2] {
             tx.send_to(&[0u8; 8], to).expect("send");
         }
-        std::thread::sleep(Duration::from_millis(50));
+        until(|| calls.load(Ordering::SeqCst) >= 2);
         let before = calls.load(Ordering::SeqCst);
         rt.unbind_fd(fd1).expect("unbind class fd");
         rt.handle().unbind_fd(fd2).expect("unbind upcall fd");
@@ -310,14 +321,20 @@ fn unbind_drops_the_handler_and_nothing_reaches_it_afterwards() {
             tx.send_to(&[0u8; 8], n.local_addr().expect("a"))
                 .expect("send");
         }
-        std::thread::sleep(Duration::from_millis(50));
+        // Both datagrams arrive in the new sockets (and stay there).
+        let (mut got1, mut got2) = (0, 0);
+        until(|| {
+            got1 += drain(&n1, 10, Nanos::ZERO);
+            got2 += drain(&n2, 10, Nanos::ZERO);
+            got1 >= 1 && got2 >= 1
+        });
+        std::thread::sleep(Duration::from_millis(20));
         let r = rt.stop();
         let after = calls.load(Ordering::SeqCst) - before;
         eprintln!("{backend:?}: before {before}, after unbind {after}");
         assert!(before >= 2, "both handlers ran before the unbind");
         assert_eq!(after, 0);
-        assert_eq!(drain(&n1, 10, Nanos::ZERO), 1);
-        assert_eq!(drain(&n2, 10, Nanos::ZERO), 1);
+        assert_eq!((got1, got2), (1, 1));
         assert!(rt_closed_is_empty(&r), "an unbind is not a closure");
         assert!(
             rt_unbind_twice_refused(),
