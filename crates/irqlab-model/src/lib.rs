@@ -8,6 +8,7 @@
 //! path; semantic errors are all collected; nothing here simulates -- the
 //! simulator lowers a validated `Model` into its own resolved form.
 
+pub mod costs;
 pub mod limits;
 pub mod model;
 pub mod units;

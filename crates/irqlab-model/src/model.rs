@@ -39,6 +39,10 @@ pub struct Model {
     /// The hypervisor machine (`path: hypervisor` only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vms: Option<Vms>,
+    /// What `irqlab calibrate` measured on a machine (`costs.rs`); the
+    /// simulator and the analysis charge it. Absent: today's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub costs: Option<crate::costs::Costs>,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]

@@ -50,7 +50,12 @@ pub struct Report {
 }
 
 impl Report {
-    fn err(&mut self, path: impl Into<String>, value: impl fmt::Display, rule: impl Into<String>) {
+    pub(crate) fn err(
+        &mut self,
+        path: impl Into<String>,
+        value: impl fmt::Display,
+        rule: impl Into<String>,
+    ) {
         self.errors.push(ModelError {
             path: path.into(),
             value: value.to_string(),
@@ -244,6 +249,9 @@ pub fn validate(m: &Model) -> Report {
         }
     }
     check_limits(&mut r, m);
+    if let Some(c) = &m.costs {
+        crate::costs::validate_costs(&mut r, c, m.machine.path);
+    }
     dup_names(&mut r, "vcpus", m.vcpus.iter().map(|v| v.name.as_str()));
     dup_names(&mut r, "tasks", m.tasks.iter().map(|v| v.name.as_str()));
     dup_names(&mut r, "devices", m.devices.iter().map(|v| v.name.as_str()));

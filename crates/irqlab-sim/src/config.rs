@@ -543,6 +543,13 @@ pub struct SimConfig {
     /// a physical ISR costs nothing here (the ISR's cost covers that exit).
     #[serde(default)]
     pub switch_overhead: u64,
+    /// Dispatch delay (0: none): a bottom-half job handed to a thread (an
+    /// I/O VCPU's or a class's bottom-half thread, ksoftirqd) becomes
+    /// runnable this long after its top half ended -- the thread's wake-up
+    /// through the kernel, measured by `irqlab calibrate` (`costs:`).
+    /// Softirqs at IRQ exit run at once (interrupt context).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dispatch_delay: u64,
     #[serde(default)]
     pub linux: LinuxCfg,
     #[serde(default)]
@@ -557,6 +564,10 @@ pub struct SimConfig {
 
 pub(crate) fn default_max_completions() -> usize {
     10_000
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn one_cpu() -> usize {

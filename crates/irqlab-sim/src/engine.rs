@@ -51,6 +51,9 @@ pub(crate) enum EvKind {
         controller: usize,
         interrupter: usize,
     },
+    /// The oldest delayed bottom-half job reaches its thread (the
+    /// `dispatch_delay` is one constant, so these fire in FIFO order).
+    BhDispatch,
 }
 
 /// One queued event.

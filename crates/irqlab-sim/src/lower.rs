@@ -31,6 +31,7 @@ use crate::config::{
 };
 use crate::error::SimError;
 
+mod costs;
 mod vms;
 use vms::from_vms;
 
@@ -332,7 +333,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         }
     }
     let s = &m.simulation;
-    Ok(SimConfig {
+    let mut cfg = SimConfig {
         cpus: m.machine.cpus as usize,
         path: match m.machine.path {
             PathKind::Quest => InterruptPath::Quest,
@@ -351,11 +352,16 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         virqs: Vec::new(),
         ipi: 0,
         switch_overhead: 0,
+        dispatch_delay: 0,
         linux,
         trace: trace_cfg(s),
         overhead: Default::default(),
         max_completions: max_completions(s),
-    })
+    };
+    if let Some(c) = &m.costs {
+        costs::apply(&mut cfg, c);
+    }
+    Ok(cfg)
 }
 
 /// The trace settings of the model's `simulation` section.

@@ -82,6 +82,8 @@ pub struct Simulation {
     pub(crate) same_instant: u64,
     /// The guard's limit: `MAX_EVENTS_PER_INSTANT` (smaller in unit tests).
     pub(crate) instant_limit: u64,
+    /// Bottom-half jobs waiting out the dispatch delay, oldest first.
+    pub(crate) delayed_bh: std::collections::VecDeque<(usize, crate::thread::BhJob)>,
 }
 
 /// Wrap a core error with context built only when there is an error.
@@ -190,6 +192,7 @@ impl Simulation {
             partial: false,
             same_instant: 0,
             instant_limit: MAX_EVENTS_PER_INSTANT,
+            delayed_bh: Default::default(),
         };
         sim.add_servers()?;
         sim.add_tasks()?;
@@ -353,6 +356,11 @@ impl Simulation {
                 self.xhci_fire(controller, interrupter);
             }
             EvKind::DiskDone { device } => self.disk_done(device),
+            EvKind::BhDispatch => {
+                if let Some((t, job)) = self.delayed_bh.pop_front() {
+                    self.enqueue_bh(t, job)?;
+                }
+            }
         }
         Ok(())
     }

@@ -143,6 +143,7 @@ fn machine(r: &mut Rng, path: InterruptPath, budgets: bool) -> SimConfig {
         virqs: vec![],
         ipi: 0,
         switch_overhead: 0,
+        dispatch_delay: 0,
         linux: Default::default(),
         trace: Default::default(),
         overhead: Default::default(),

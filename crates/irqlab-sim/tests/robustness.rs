@@ -312,6 +312,7 @@ fn config() -> impl Strategy<Value = SimConfig> {
                     virqs: vec![],
                     ipi: 0,
                     switch_overhead: 0,
+                    dispatch_delay: 0,
                     linux: Default::default(),
                     trace: Default::default(),
                     overhead: Default::default(),

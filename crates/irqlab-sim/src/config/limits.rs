@@ -38,6 +38,7 @@ const TIME_KEYS: &[&str] = &[
     "eoi",
     "ipi",
     "switch_overhead",
+    "dispatch_delay",
     "moderation",
     "until",
     "max_softirq_time",

@@ -336,6 +336,7 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
             .collect(),
         ipi: ns(vms.ipi),
         switch_overhead: ns(vms.switch_overhead),
+        dispatch_delay: 0,
         linux: LinuxCfg::default(),
         trace: trace_cfg(s),
         overhead: Default::default(),

@@ -175,9 +175,24 @@ impl Simulation {
     /// Hand a bottom-half job to its thread, or to the softirq context.
     pub(crate) fn route_bh(&mut self, c: usize, job: BhJob) -> Result<(), SimError> {
         match job.target {
-            Some(t) => self.enqueue_bh(t, job),
+            Some(t) => self.hand_to_thread(t, job),
             None => self.raise_softirq(c, job),
         }
+    }
+
+    /// A top half hands `job` to bottom-half thread `t`: at once, or one
+    /// `dispatch_delay` later (the thread's measured wake-up, `costs:`).
+    fn hand_to_thread(&mut self, t: usize, job: BhJob) -> Result<(), SimError> {
+        let d = self.cfg.dispatch_delay;
+        if d == 0 {
+            return self.enqueue_bh(t, job);
+        }
+        self.delayed_bh.push_back((t, job));
+        self.post(
+            self.now.saturating_add(d),
+            crate::engine::EvKind::BhDispatch,
+        );
+        Ok(())
     }
 
     /// A bottom half of device `d` that served the Main VCPU of period

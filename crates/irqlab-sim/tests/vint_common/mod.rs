@@ -177,6 +177,7 @@ pub fn to_sim(
         virqs,
         ipi: 0,
         switch_overhead: 0,
+        dispatch_delay: 0,
         linux: Default::default(),
         trace: Default::default(),
         overhead: Default::default(),
