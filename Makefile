@@ -12,8 +12,9 @@ CARGO ?= cargo
 # cyclictest, the timer-latency floor of bench/dispatch; chromium renders the
 # `irqlab report` page headless in tests/python/test_report.py; clang and
 # libbpf-dev build irqlab-rt's kernel-upcall BPF object, bpftool checks
-# nothing stays attached).
-APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpftool
+# nothing stays attached; rt-app replays `irqlab export rt-app` in
+# tests/python/test_export_rtapp.py).
+APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpftool rt-app
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 

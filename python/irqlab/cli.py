@@ -30,6 +30,8 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.reproduce",
     "irqlab.commands.measure",
     "irqlab.commands.run",
+    "irqlab.commands.calibrate",
+    "irqlab.commands.export",
     "irqlab.commands.vmm",
 ]
 

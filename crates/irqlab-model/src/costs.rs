@@ -121,6 +121,10 @@ pub struct KernelCosts {
     pub loopback: Option<NetCosts>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nic: Option<NetCosts>,
+    /// ksoftirqd's wake-up to run (`sched_wakeup` to `sched_switch`), when
+    /// softirq work was deferred to it while tracing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ksoftirqd_wakeup: Option<Dist>,
 }
 
 /// The `costs:` section (`irqlab calibrate`).
@@ -256,6 +260,9 @@ pub(crate) fn validate_costs(r: &mut Report, c: &Costs, path: crate::model::Path
         }
         if let Some(n) = &k.nic {
             check_net(r, "costs.kernel.nic", n);
+        }
+        if let Some(d) = &k.ksoftirqd_wakeup {
+            check_dist(r, "costs.kernel.ksoftirqd_wakeup", d);
         }
         if c.net().is_none() && (k.loopback.is_some() || k.nic.is_some()) {
             let p = match c.net_path {

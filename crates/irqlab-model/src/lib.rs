@@ -43,5 +43,25 @@ pub fn load_str(text: &str) -> Result<(Model, Vec<String>), LoadError> {
     }
 }
 
+/// Parse and validate a costs file (`irqlab calibrate --out`): a document
+/// whose only key is `costs`; returns the section with its warnings.
+pub fn load_costs_str(text: &str) -> Result<(costs::Costs, Vec<String>), LoadError> {
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        costs: costs::Costs,
+    }
+    limits::check_text(text).map_err(LoadError::Parse)?;
+    let f: File = serde_yaml::from_str(text)
+        .map_err(|e| LoadError::Parse(limits::shorten(&limits::escape(&e.to_string()), 300)))?;
+    let mut report = Report::default();
+    costs::validate_costs(&mut report, &f.costs, model::PathKind::Quest);
+    if report.errors.is_empty() {
+        Ok((f.costs, report.warnings))
+    } else {
+        Err(LoadError::Invalid(report.errors))
+    }
+}
+
 #[cfg(test)]
 mod tests;

@@ -90,6 +90,17 @@ fn lower(py: Python<'_>, text: &str, base_dir: &str) -> PyResult<String> {
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Validate a costs file (`irqlab calibrate --out`, only a `costs:`
+/// section); returns `(costs_json, warnings)`.
+#[pyfunction]
+fn load_costs(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
+    let (c, warnings) = crate::guard("load_costs", || {
+        irqlab_model::load_costs_str(text).map_err(|e| load_error(py, e))
+    })?;
+    let json = serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok((json, warnings))
+}
+
 /// Parse a unit-bearing duration ("500us", "2ms") to integer ns.
 #[pyfunction]
 fn parse_duration(text: &str) -> PyResult<u64> {
@@ -108,6 +119,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "model")?;
     m.add("ModelError", parent.py().get_type::<ModelError>())?;
     m.add_function(wrap_pyfunction!(load, &m)?)?;
+    m.add_function(wrap_pyfunction!(load_costs, &m)?)?;
     m.add_function(wrap_pyfunction!(lower, &m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, &m)?)?;
     m.add_function(wrap_pyfunction!(schema, &m)?)?;

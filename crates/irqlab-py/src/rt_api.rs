@@ -57,10 +57,22 @@ fn check_scenario(name: &str, text: &str) -> PyResult<()> {
     irqlab_rt::scenario::check_str(name, text).map_err(to_py)
 }
 
+/// Measure this machine (`irqlab_rt::calibrate`): `samples` per
+/// micro-measurement, `runs` runtime runs of `run_ns` each; JSON with a
+/// summary (ns) or the reason per measurement. The GIL is released.
+#[pyfunction]
+#[pyo3(signature = (samples=2000, runs=5, run_ns=200_000_000))]
+fn calibrate(py: Python<'_>, samples: usize, runs: usize, run_ns: u64) -> PyResult<String> {
+    let c =
+        py.detach(|| irqlab_rt::calibrate::calibrate(samples, runs, irqlab_core::Nanos(run_ns)));
+    serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "rt")?;
     m.add_function(wrap_pyfunction!(run_scenario, &m)?)?;
     m.add_function(wrap_pyfunction!(check_scenario, &m)?)?;
+    m.add_function(wrap_pyfunction!(calibrate, &m)?)?;
     m.add("ScenarioError", parent.py().get_type::<ScenarioError>())?;
     m.add(
         "RuntimeUnavailable",

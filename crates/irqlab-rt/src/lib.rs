@@ -35,6 +35,7 @@
 #![cfg(target_os = "linux")]
 
 mod binding;
+pub mod calibrate;
 pub mod error;
 pub mod io;
 pub mod kupcall;

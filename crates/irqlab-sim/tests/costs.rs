@@ -50,6 +50,15 @@ fn linux_nic_pays_the_kernel_per_packet_costs() {
 
     let cfg = lower(&linux_costs());
     assert_eq!(cfg.overhead.schedule_ns, 300.0);
+    assert_eq!(cfg.dispatch_delay, 0, "no wake-up measured: none");
+    let with_ksd = lower(&linux_costs().replace(
+        "    tracing: ftrace\n",
+        &format!(
+            "    tracing: ftrace\n    ksoftirqd_wakeup: {}\n",
+            dist("6us")
+        ),
+    ));
+    assert_eq!(with_ksd.dispatch_delay, 6_000);
     let (m, _) = simulate(cfg.clone()).expect("runs");
     assert_eq!(m.cpus[0].isr_ns, 70_000);
     assert_eq!(m.cpus[0].softirq_ns, 130_000);

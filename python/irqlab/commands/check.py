@@ -7,6 +7,7 @@ when not.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from collections import defaultdict
 from fractions import Fraction
 from pathlib import Path
@@ -58,7 +59,28 @@ def hypervisor_summary(model: dict, cfg: dict) -> None:
     print(f"  virtual interrupts: {virqs or '-'}")
 
 
+def check_costs(path: Path) -> int:
+    """A costs file (``irqlab calibrate --out``): validate and summarize."""
+    from irqlab.calibrate import load_costs
+
+    c = load_costs(path)
+    o = c["origin"]
+    kernel = c.get("kernel") or {}
+    measured = [k for k, v in c.items() if isinstance(v, dict) and "samples" in v]
+    print(f"{path}: valid costs of {o['host']} ({o['kernel']}, {o['date']})")
+    print(f"  measured: {', '.join(measured) or '-'}")
+    nets = [p for p in ("loopback", "nic") if p in kernel]
+    print(f"  kernel: {', '.join(nets) or '-'} ({kernel.get('tracing', 'not traced')})")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
+    import yaml
+
+    with contextlib.suppress(yaml.YAMLError, OSError, UnicodeDecodeError):
+        doc = yaml.safe_load(args.model.read_text())
+        if isinstance(doc, dict) and set(doc) == {"costs"}:
+            return check_costs(args.model)
     m = load(args.model)
     model, cfg = m.model, m.sim_config
     print(f"{args.model}: valid ({model['machine']['path']} path, {cfg['cpus']} CPU(s))")

@@ -8,7 +8,8 @@
 //!   softirq (NET_RX) by `s(softirq)` of the kernel path `net_path`
 //!   (loopback or the NIC) -- the kernel's own per-packet work, on top of
 //!   the driver work the device states; a bottom half handed to ksoftirqd
-//!   by forced threading waits `s(thread_wakeup)`.
+//!   by forced threading waits `s(kernel.ksoftirqd_wakeup)` (traced), or
+//!   `s(thread_wakeup)` when ksoftirqd was not seen waking.
 //! * `quest`, `quest-no-iovcpu` (the runtime `irqlab run` uses on this
 //!   machine): every device top half (nic, disk, generic ISR, xHCI
 //!   interrupt) grows by `s(runtime_top_half)`, and a bottom half reaches
@@ -44,7 +45,8 @@ pub(super) fn apply(cfg: &mut SimConfig, c: &Costs) {
                     }
                 }
             }
-            cfg.dispatch_delay = c.stat(&c.thread_wakeup);
+            let ksoftirqd = c.kernel.as_ref().and_then(|k| k.ksoftirqd_wakeup);
+            cfg.dispatch_delay = c.stat(&ksoftirqd.or(c.thread_wakeup));
         }
         InterruptPath::Quest | InterruptPath::QuestNoIovcpu => {
             let th = c.stat(&c.runtime_top_half);
