@@ -28,7 +28,8 @@ The mapping (docs/model.md, "Export to rt-app"):
   ``min_interarrival``).
 
 What rt-app cannot replay is refused with the field, the value and the
-reason (``ValueError``): a hypervisor machine, fd rebinding (``bind``), a
+reason (``ValueError``): a hypervisor machine, ``abort_on_miss``, fd
+rebinding (``bind``), a
 device without a fixed inter-arrival time (Poisson, burst, trace, ping-flood
 NICs, disks, USB), a ``forever`` loop inside a periodic task's job.
 
@@ -148,6 +149,9 @@ def rtapp(model: LoadedModel, duration_s: int | None = None, fifo: bool = False,
     readers: dict[int, list[str]] = {}
     for i, t in enumerate(cfg["tasks"]):
         s = servers[t["server"]]
+        if t.get("abort_on_miss"):
+            raise model_error(f"tasks[{i}].abort_on_miss", "true",
+                              "rt-app cannot abort a job at its deadline")
         th: dict[str, Any] = {"cpus": [s["cpu"]]}
         if s["policy"] == "unbounded":
             th.update(policy="SCHED_FIFO", priority=max(1, min(99, 100 - (s.get("rank") or 50))))
