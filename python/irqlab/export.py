@@ -17,9 +17,13 @@ The mapping (docs/model.md, "Export to rt-app"):
   rate-monotonic SCHED_FIFO priorities (server period or explicit priority
   first, then the task's priority inside the server) from 90 down;
 * its program: ``compute`` -> ``run`` (calibrated work, in us), ``sleep``
-  -> ``sleep``, ``loop`` -> the body repeated, a ``read``/``write`` of a
-  device -> ``suspend`` until that device's generator thread ``resume``s
-  it; a periodic task ends each job with a ``timer`` of its period (rt-app
+  -> ``sleep``, ``loop`` -> the body repeated; a ``read``/``write`` of a
+  disk or USB endpoint -> ``sleep`` for the device's service time (disk
+  latency; USB transfer at the device's rate, at least a 125 us microframe)
+  then ``run`` of its top and bottom half (rt-app has no interrupt context:
+  the reader pays), of a NIC or generic device -> ``suspend`` until that
+  device's generator thread ``resume``s it; then ``run`` of its
+  ``omega_main``; a periodic task ends each job with a ``timer`` of its period (rt-app
   logs ``c_period`` per job), ``jobs`` bounds ``loop``;
 * a device that tasks read becomes a generator thread ``dev.<name>`` at
   SCHED_FIFO 99 on the device's CPU: per arrival it runs the top plus
@@ -29,9 +33,8 @@ The mapping (docs/model.md, "Export to rt-app"):
 
 What rt-app cannot replay is refused with the field, the value and the
 reason (``ValueError``): a hypervisor machine, ``abort_on_miss``, fd
-rebinding (``bind``), a
-device without a fixed inter-arrival time (Poisson, burst, trace, ping-flood
-NICs, disks, USB), a ``forever`` loop inside a periodic task's job.
+rebinding (``bind``), a NIC without a fixed inter-arrival time (Poisson,
+burst, trace, ping-flood), a ``forever`` loop inside a periodic task's job.
 
 Design principles: the export reads the validated model and its resolved
 configuration (integer ns), never re-parses units; nothing the model says is
@@ -62,9 +65,24 @@ def _interarrival(dev: dict[str, Any], path: str) -> int:
         return dev["arrival"]["interval"]
     if kind == "generic":
         return dev["min_interarrival"]
-    what = dev["arrival"]["kind"] + " arrivals" if kind == "nic" else f"a {kind} device"
-    raise model_error(path, dev["name"],
-                      f"rt-app replays only devices with a fixed inter-arrival time ({what})")
+    raise model_error(path, dev["name"], "rt-app replays only NICs with a fixed inter-arrival "
+                      f"time ({dev['arrival']['kind']} arrivals)")
+
+
+def _service(dev: dict[str, Any], cfg: dict[str, Any]) -> tuple[int, int] | None:
+    """A request-driven device's `(wait, work)` in ns: a disk's latency,
+    then its top half and PIO bottom half; a USB transfer's time at the
+    device's rate (at least one 125 us microframe), then the controller's
+    top half and the bottom half (Omega_IO, kfree). `None` for devices whose
+    events come unsolicited (NIC, generic)."""
+    k = dev["kind"]
+    if k == "disk":
+        return dev["latency"], dev["top_half"] + dev["per_sector"] * dev["sectors"]
+    if k == "usb":
+        transfer = math.ceil(dev["bytes"] * 1e9 / dev["rate"]) if dev["rate"] else 0
+        top = cfg["xhci"][dev["controller"]]["top_half"]
+        return max(transfer, 125_000), top + dev["omega_io"] + dev["kfree"]
+    return None
 
 
 def _device_work(dev: dict[str, Any]) -> int:
@@ -94,11 +112,21 @@ def _program(phases: list[dict[str, Any]], path: str, ev: _Events, cfg: dict[str
             ev.add("sleep", _us(ph["ns"]))
         elif op == "io":
             d = ph["device"]
-            _interarrival(cfg["devices"][d], here)
-            readers.setdefault(d, [])
-            if task not in readers[d]:
-                readers[d].append(task)
-            ev.add("suspend", task)
+            dev = cfg["devices"][d]
+            service = _service(dev, cfg)
+            if service is not None:  # a request the task waits for
+                wait, work = service
+                ev.add("sleep", _us(wait))
+                if work:
+                    ev.add("run", _us(work))
+            else:  # unsolicited events: its generator thread wakes the task
+                _interarrival(dev, here)
+                readers.setdefault(d, [])
+                if task not in readers[d]:
+                    readers[d].append(task)
+                ev.add("suspend", task)
+            if dev["omega_main"]:
+                ev.add("run", _us(dev["omega_main"]))
         elif op == "bind":
             raise model_error(here, "bind", "rt-app has no file descriptors to rebind")
         elif op == "loop":

@@ -87,6 +87,8 @@ def test_fifo_option_pins_every_thread_with_rate_monotonic_priorities() -> None:
      "tasks[0].abort_on_miss", "rt-app cannot abort a job at its deadline"),
     (("{kind: periodic, interval: 5ms}", "{kind: poisson, rate: 100}"),
      "tasks[2].program[0].forever[0]", "fixed inter-arrival time (poisson arrivals)"),
+    (("{kind: periodic, interval: 5ms}", "{kind: ping-flood, rtt: 1ms}"),
+     "tasks[2].program[0].forever[0]", "fixed inter-arrival time (ping-flood arrivals)"),
 ])
 def test_refusals_name_field_and_reason(change: tuple[str, str], field: str, rule: str) -> None:
     text = MODEL.replace(*change)
@@ -96,12 +98,36 @@ def test_refusals_name_field_and_reason(change: tuple[str, str], field: str, rul
     assert str(e.value).startswith(field) and rule in str(e.value), str(e.value)
 
 
-def test_usb_models_are_refused_with_the_step() -> None:
+def test_disk_reads_wait_the_service_time_then_pay_the_halves() -> None:
     from irqlab.model import load, scenario_path
 
-    with pytest.raises(ModelError, match=r"^tasks\[0\]\.program\[0\]\.forever\[0\]: cam_H: "
-                       r"rt-app replays only devices with a fixed inter-arrival time "
-                       r"\(a usb device\)"):
+    # QUEST-VCPU Table 1: the CD-ROM (latency 1 ms, top half 10 us, 32 sectors
+    # x 120 us PIO, Omega_Main 20 us), read for ever by VCPU1.cd-reader.
+    t = rtapp(load(scenario_path("quest-table1")))["tasks"]
+    assert _events(t["VCPU1.cd-reader"]) == [("sleep", 1000), ("run", 10 + 32 * 120),
+                                             ("run", 20), ("run", 50)]
+    assert not any(n.startswith("dev.") for n in t)
+
+
+def test_usb_reads_wait_the_transfer_then_pay_the_halves() -> None:
+    model = """machine: {cpus: 1, path: linux}
+vcpus: [{name: V, policy: fifo, priority: 10}]
+tasks: [{name: t, vcpu: V, period: 10ms, program: [{read: cam}]}]
+xhci: [{name: x, top_half: 5us, interrupter_map: [c]}]
+devices:
+  - {name: cam, kind: usb, controller: x, class: c, request: 9000B, rate: 12MB/s,
+     omega_io: 30us, omega_main: 7us}
+"""
+    t = rtapp(loads(model))["tasks"]["t"]
+    # 9000 B at 12 MB/s = 750 us; then 5 us top half + 30 us Omega_IO, 7 us Omega_Main
+    assert _events(t)[:3] == [("sleep", 750), ("run", 35), ("run", 7)]
+
+
+def test_bind_is_refused() -> None:
+    from irqlab.model import load, scenario_path
+
+    with pytest.raises(ModelError, match=r"^tasks\[4\]\.program\[0\]: bind: "
+                       r"rt-app has no file descriptors to rebind"):
         rtapp(load(scenario_path("usb-mode-change")))
 
 
