@@ -159,9 +159,10 @@ def load_costs(path: str | Path) -> dict[str, Any]:
     """The validated ``costs`` section of a costs file or of a model file
     (durations as text, as written); raises :class:`irqlab.model.ModelError`
     when invalid, ``KeyError`` for a model without one."""
-    text = Path(path).read_text()
-    doc = yaml.safe_load(text)
-    if isinstance(doc, dict) and set(doc) == {"costs"}:
+    from irqlab.model import MAX_MODEL_BYTES, read_input
+
+    text = read_input(Path(path), MAX_MODEL_BYTES)
+    if _model.is_costs_file(text):
         return json.loads(_model.load_costs(text)[0])
     model = json.loads(_model.load(text)[0])
     if model.get("costs") is None:

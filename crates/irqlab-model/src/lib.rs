@@ -43,6 +43,16 @@ pub fn load_str(text: &str) -> Result<(Model, Vec<String>), LoadError> {
     }
 }
 
+/// Whether `text` is a costs file: within the text limits, a mapping whose
+/// only key is `costs` (anything else is for `load_str`).
+pub fn is_costs_file(text: &str) -> bool {
+    limits::check_text(text).is_ok()
+        && matches!(
+            serde_yaml::from_str::<serde_yaml::Value>(text),
+            Ok(serde_yaml::Value::Mapping(m)) if m.len() == 1 && m.contains_key("costs")
+        )
+}
+
 /// Parse and validate a costs file (`irqlab calibrate --out`): a document
 /// whose only key is `costs`; returns the section with its warnings.
 pub fn load_costs_str(text: &str) -> Result<(costs::Costs, Vec<String>), LoadError> {

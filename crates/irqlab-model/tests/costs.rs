@@ -141,3 +141,23 @@ costs:{section}"
         "{w:?}"
     );
 }
+
+#[test]
+fn a_costs_file_is_recognised_and_loaded() {
+    let text = costs("");
+    let (_, section) = text.split_once("costs:").expect("costs");
+    let file = format!("costs:{section}");
+    assert!(irqlab_model::is_costs_file(&file));
+    assert!(
+        !irqlab_model::is_costs_file(&text),
+        "a model is not a costs file"
+    );
+    assert!(!irqlab_model::is_costs_file("[1, 2]"));
+    let (c, _) = irqlab_model::load_costs_str(&file).expect("valid");
+    assert_eq!(c.origin.cpus, 2);
+    let bad = file.replace("samples: 100", "samples: 0");
+    assert!(matches!(
+        irqlab_model::load_costs_str(&bad),
+        Err(LoadError::Invalid(e)) if e[0].path == "costs.timer_wakeup.samples"
+    ));
+}

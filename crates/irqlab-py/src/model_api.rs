@@ -101,6 +101,12 @@ fn load_costs(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
     Ok((json, warnings))
 }
 
+/// Whether `text` is a costs file (a mapping whose only key is `costs`).
+#[pyfunction]
+fn is_costs_file(text: &str) -> PyResult<bool> {
+    crate::guard("is_costs_file", || Ok(irqlab_model::is_costs_file(text)))
+}
+
 /// Parse a unit-bearing duration ("500us", "2ms") to integer ns.
 #[pyfunction]
 fn parse_duration(text: &str) -> PyResult<u64> {
@@ -120,6 +126,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("ModelError", parent.py().get_type::<ModelError>())?;
     m.add_function(wrap_pyfunction!(load, &m)?)?;
     m.add_function(wrap_pyfunction!(load_costs, &m)?)?;
+    m.add_function(wrap_pyfunction!(is_costs_file, &m)?)?;
     m.add_function(wrap_pyfunction!(lower, &m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, &m)?)?;
     m.add_function(wrap_pyfunction!(schema, &m)?)?;

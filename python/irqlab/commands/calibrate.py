@@ -11,6 +11,7 @@ that model with the section appended (``M.calibrated.yaml`` unless
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
@@ -49,9 +50,11 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--{name}: {getattr(args, name)}: must be at least 1")
     model_text = None
     if args.model is not None:
-        model_text = args.model.read_text()
-        cal._model.load(model_text)  # refuse a bad model before measuring
-        if "costs" in (cal.yaml.safe_load(model_text) or {}):
+        from irqlab.model import MAX_MODEL_BYTES, read_input
+
+        model_text = read_input(args.model, MAX_MODEL_BYTES)
+        # refuse a bad model before measuring
+        if json.loads(cal._model.load(model_text)[0]).get("costs") is not None:
             raise UsageError(f"{args.model}: already has a costs: section (remove it first)")
     costs, notes = cal.calibrate(args.samples, args.runs, packets=args.packets,
                                  trace=not args.no_trace)

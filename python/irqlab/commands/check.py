@@ -59,11 +59,13 @@ def hypervisor_summary(model: dict, cfg: dict) -> None:
     print(f"  virtual interrupts: {virqs or '-'}")
 
 
-def check_costs(path: Path) -> int:
+def check_costs(path: Path, text: str) -> int:
     """A costs file (``irqlab calibrate --out``): validate and summarize."""
-    from irqlab.calibrate import load_costs
+    import json
 
-    c = load_costs(path)
+    from irqlab._native import model as _model
+
+    c = json.loads(_model.load_costs(text)[0])
     o = c["origin"]
     kernel = c.get("kernel") or {}
     measured = [k for k, v in c.items() if isinstance(v, dict) and "samples" in v]
@@ -75,12 +77,14 @@ def check_costs(path: Path) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    import yaml
+    from irqlab._native import model as _model
+    from irqlab.model import MAX_MODEL_BYTES, read_input
 
-    with contextlib.suppress(yaml.YAMLError, OSError, UnicodeDecodeError):
-        doc = yaml.safe_load(args.model.read_text())
-        if isinstance(doc, dict) and set(doc) == {"costs"}:
-            return check_costs(args.model)
+    text = None
+    with contextlib.suppress(OSError, ValueError):  # load() reports these
+        text = read_input(args.model, MAX_MODEL_BYTES)
+    if text is not None and _model.is_costs_file(text):
+        return check_costs(args.model, text)
     m = load(args.model)
     model, cfg = m.model, m.sim_config
     print(f"{args.model}: valid ({model['machine']['path']} path, {cfg['cpus']} CPU(s))")
