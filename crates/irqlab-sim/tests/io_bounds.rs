@@ -285,6 +285,7 @@ fn machine(r: &mut Rng) -> SimConfig {
         trace: Default::default(),
         overhead: Default::default(),
         max_completions: 10_000,
+        dispatch_delay: 0,
     }
 }
 
