@@ -68,11 +68,41 @@ fn calibrate(py: Python<'_>, samples: usize, runs: usize, run_ns: u64) -> PyResu
     serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Run system model `text` (named `name`) on real threads for its
+/// `simulation.duration` (or `duration_ns`) with its seed (or `seed`);
+/// returns the result as JSON. The GIL is released while the threads run.
+#[pyfunction]
+#[pyo3(signature = (name, text, duration_ns=None, seed=None))]
+fn run_model(
+    py: Python<'_>,
+    name: &str,
+    text: &str,
+    duration_ns: Option<u64>,
+    seed: Option<u64>,
+) -> PyResult<String> {
+    let r = py.detach(|| {
+        irqlab_rt::model_run::run_model(name, text, duration_ns.map(irqlab_core::Nanos), seed)
+    });
+    serde_json::to_string(&r.map_err(to_py)?).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Load a system model and lower it for a real run without running it;
+/// returns the notes (model values the real machine replaces). Raises
+/// `ScenarioError` for what cannot run for real.
+#[pyfunction]
+fn check_model(name: &str, text: &str) -> PyResult<Vec<String>> {
+    irqlab_rt::model_run::check_model(name, text)
+        .map(|p| p.notes)
+        .map_err(to_py)
+}
+
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "rt")?;
     m.add_function(wrap_pyfunction!(run_scenario, &m)?)?;
     m.add_function(wrap_pyfunction!(check_scenario, &m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, &m)?)?;
+    m.add_function(wrap_pyfunction!(run_model, &m)?)?;
+    m.add_function(wrap_pyfunction!(check_model, &m)?)?;
     m.add("ScenarioError", parent.py().get_type::<ScenarioError>())?;
     m.add(
         "RuntimeUnavailable",

@@ -39,6 +39,7 @@ pub mod calibrate;
 pub mod error;
 pub mod io;
 pub mod kupcall;
+pub mod model_run;
 pub mod park;
 pub mod probe;
 mod quiet;

@@ -179,17 +179,17 @@ pub struct RunResult {
     pub interrupted: bool,
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
+pub(crate) static STOP: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn on_stop_signal(_: libc::c_int) {
     STOP.store(true, Ordering::SeqCst);
 }
 
 /// Restores the previous SIGINT/SIGTERM/SIGHUP handlers on drop.
-struct SignalGuard(Vec<(libc::c_int, libc::sigaction)>);
+pub(crate) struct SignalGuard(Vec<(libc::c_int, libc::sigaction)>);
 
 impl SignalGuard {
-    fn install() -> SignalGuard {
+    pub(crate) fn install() -> SignalGuard {
         STOP.store(false, Ordering::SeqCst);
         let mut old = Vec::new();
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {

@@ -1,0 +1,355 @@
+//! A model's devices as real event sources: a `nic` is a UDP socket on
+//! loopback fed by a generator thread with the model's arrival process
+//! (periodic, flood, Poisson, bursts); a `generic` device is an eventfd
+//! written every minimum inter-arrival time plus a uniform jitter. Each
+//! device keeps the items its bottom half delivered and a reader has not
+//! taken yet (bounded by the model's `buffer`), and the latency of every
+//! read, from the call to its return (the simulator's `latency`).
+//!
+//! Design principles: generators run on a CPU the run does not manage when
+//! there is one, with a 1 ns timer slack, on absolute times from the run's
+//! start (late sends catch up, so the rate is the model's); random
+//! processes draw from the model's seed (one stream per device), so a seed
+//! gives the same arrival times as far as the host lets the generator keep
+//! them.
+
+use std::net::UdpSocket;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use irqlab_core::rng::SplitMix64;
+use irqlab_core::{LatencyRecorder, Nanos};
+
+use super::plan::{Arrival, DevKind, DevPlan};
+use super::program::{spin, KEEP};
+use crate::error::RtError;
+use crate::sys;
+
+/// A device's open descriptor and its counters.
+pub(crate) struct DevShared {
+    pub kind: DevKind,
+    pub fd: RawFd,
+    /// Keeps the socket or eventfd open.
+    _owner: Owner,
+    /// The generator's destination (nic).
+    to: Option<std::net::SocketAddr>,
+    pub cap: u64,
+    /// Items delivered and not yet read.
+    pub avail: AtomicU64,
+    /// Items the bottom half handled.
+    pub handled: AtomicU64,
+    /// Items dropped for a full buffer (the kernel's drops come apart).
+    pub overflow: AtomicU64,
+    pub sent: Arc<AtomicU64>,
+    pub reads: Mutex<LatencyRecorder>,
+}
+
+/// Held only to keep the descriptor open for the run.
+#[allow(dead_code)]
+enum Owner {
+    Udp(UdpSocket),
+    Fd(sys::Fd),
+}
+
+impl DevShared {
+    pub fn open(p: &DevPlan, field: &str) -> Result<DevShared, RtError> {
+        let (fd, owner, to) = match p.kind {
+            DevKind::Nic => {
+                let rx = UdpSocket::bind("127.0.0.1:0")
+                    .and_then(|r| r.set_nonblocking(true).map(|_| r))
+                    .map_err(|e| RtError::from_io(field, e))?;
+                let to = rx.local_addr().map_err(|e| RtError::from_io(field, e))?;
+                (rx.as_raw_fd(), Owner::Udp(rx), Some(to))
+            }
+            DevKind::Generic => {
+                let e = sys::eventfd()?;
+                (e.0, Owner::Fd(e), None)
+            }
+        };
+        Ok(DevShared {
+            kind: p.kind,
+            fd,
+            _owner: owner,
+            to,
+            cap: p.buffer.max(1),
+            avail: AtomicU64::new(0),
+            handled: AtomicU64::new(0),
+            overflow: AtomicU64::new(0),
+            sent: Arc::new(AtomicU64::new(0)),
+            reads: Mutex::new(LatencyRecorder::new(KEEP, None)),
+        })
+    }
+
+    /// Take what the descriptor holds now, at most `max` items: one
+    /// datagram (nic) or the eventfd's count (generic). 0: nothing.
+    pub fn take_fd(&self, max: u64) -> u64 {
+        match self.kind {
+            DevKind::Nic => {
+                let mut buf = [0u8; 2048];
+                let mut n = 0;
+                while n < max {
+                    // SAFETY: reads into a live buffer of its length.
+                    let r = unsafe {
+                        libc::recv(
+                            self.fd,
+                            buf.as_mut_ptr().cast(),
+                            buf.len(),
+                            libc::MSG_DONTWAIT,
+                        )
+                    };
+                    if r < 0 {
+                        break;
+                    }
+                    n += 1;
+                }
+                n
+            }
+            DevKind::Generic => sys::eventfd_drain(self.fd),
+        }
+    }
+
+    /// The bottom half of `n` items: `work` each, then into the buffer.
+    pub fn deliver(&self, n: u64, work: Nanos) {
+        for _ in 0..n {
+            spin(work);
+            self.handled.fetch_add(1, Ordering::Relaxed);
+            let cap = self.cap;
+            let ok = self
+                .avail
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| {
+                    (a < cap).then_some(a + 1)
+                })
+                .is_ok();
+            if !ok {
+                self.overflow.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// Take one delivered item if there is one.
+    pub fn take(&self) -> bool {
+        self.avail
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |a| a.checked_sub(1))
+            .is_ok()
+    }
+
+    pub fn record_read(&self, since: Nanos) {
+        if let Ok(mut r) = self.reads.lock() {
+            r.record(sys::now().saturating_sub(since));
+        }
+    }
+
+    /// Datagrams the kernel dropped on the socket (nic).
+    pub fn kernel_drops(&self) -> u64 {
+        match self.kind {
+            DevKind::Nic => crate::io::socket_drops(self.fd).unwrap_or(0),
+            DevKind::Generic => 0,
+        }
+    }
+}
+
+/// Arrival times of one device, relative to the run's start.
+struct Times {
+    a: Arrival,
+    rng: SplitMix64,
+    next: Option<Nanos>,
+    left_in_burst: u64,
+}
+
+impl Times {
+    fn new(a: Arrival, seed: u64, dev: usize) -> Times {
+        let mut rng = SplitMix64::stream(seed, dev as u64);
+        let next = match &a {
+            Arrival::Periodic { start, .. } => Some(*start),
+            Arrival::Poisson {
+                start, rate_per_s, ..
+            } => Some(*start + Nanos(rng.exponential_ns(*rate_per_s))),
+            Arrival::Burst { start, .. } => Some(*start),
+            Arrival::Sporadic { start, .. } => Some(*start),
+        };
+        let left_in_burst = match &a {
+            Arrival::Burst { count, .. } => *count,
+            _ => 0,
+        };
+        Times {
+            a,
+            rng,
+            next,
+            left_in_burst,
+        }
+    }
+}
+
+impl Iterator for Times {
+    type Item = Nanos;
+    fn next(&mut self) -> Option<Nanos> {
+        let now = self.next?;
+        let (after, stop) = match &self.a {
+            Arrival::Periodic { interval, stop, .. } => (now + *interval, *stop),
+            Arrival::Poisson {
+                rate_per_s, stop, ..
+            } => (
+                now + Nanos(self.rng.exponential_ns(*rate_per_s).max(1)),
+                *stop,
+            ),
+            Arrival::Burst {
+                count,
+                gap,
+                every,
+                start,
+                stop,
+            } => {
+                self.left_in_burst = self.left_in_burst.saturating_sub(1);
+                if self.left_in_burst > 0 {
+                    (now + Nanos(gap.0.max(1)), *stop)
+                } else {
+                    self.left_in_burst = *count;
+                    let every = every.0.max(1);
+                    let k = now.saturating_sub(*start).0 / every + 1;
+                    (*start + Nanos(k.saturating_mul(every)), *stop)
+                }
+            }
+            Arrival::Sporadic { min, jitter, .. } => {
+                let j = self.rng.below(jitter.0.saturating_add(1));
+                (now + *min + Nanos(j), None)
+            }
+        };
+        self.next = stop.is_none_or(|s| after < s).then_some(after);
+        Some(now)
+    }
+}
+
+/// Sleep until `t` in slices, so a stop is seen within 20 ms; `false` if
+/// stopped first.
+pub(crate) fn sleep_abs(t: Nanos, stop: &AtomicBool) -> bool {
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        let now = sys::now();
+        if now >= t {
+            return true;
+        }
+        let until = t.min(now + Nanos::from_ms(20));
+        let ts = libc::timespec {
+            tv_sec: (until.0 / 1_000_000_000) as libc::time_t,
+            tv_nsec: (until.0 % 1_000_000_000) as libc::c_long,
+        };
+        // SAFETY: valid timespec; an interrupted sleep is retried.
+        unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_MONOTONIC,
+                libc::TIMER_ABSTIME,
+                &ts,
+                std::ptr::null_mut(),
+            );
+        }
+    }
+}
+
+/// Start the generator of device `i` on its own thread: items at the
+/// model's arrival times from `t0` until `stop`.
+pub(crate) fn start_generator(
+    i: usize,
+    p: &DevPlan,
+    d: &DevShared,
+    seed: u64,
+    t0: Nanos,
+    cpu: Option<usize>,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, RtError> {
+    let times = Times::new(p.arrival.clone(), seed, i);
+    let sent = d.sent.clone();
+    let (to, bytes) = (d.to, p.bytes);
+    // The generator writes through its own descriptor (a dup for eventfd).
+    // SAFETY: dup of a descriptor this device keeps open.
+    let efd = match d.kind {
+        DevKind::Generic => {
+            let r = unsafe { libc::dup(d.fd) };
+            if r < 0 {
+                return Err(RtError::last_os("dup(eventfd)"));
+            }
+            Some(sys::Fd(r))
+        }
+        DevKind::Nic => None,
+    };
+    std::thread::Builder::new()
+        .name(format!("irqlab-gen-{}", p.name))
+        .spawn(move || {
+            if let Some(c) = cpu {
+                let _ = sys::pin(0, c);
+            }
+            // SAFETY: prctl on the calling thread.
+            unsafe {
+                libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
+            }
+            let tx = match to {
+                Some(_) => UdpSocket::bind("127.0.0.1:0").ok(),
+                None => None,
+            };
+            let buf = vec![0u8; bytes];
+            for t in times {
+                if !sleep_abs(t0 + t, &stop) {
+                    break;
+                }
+                let ok = match (&tx, to, &efd) {
+                    (Some(tx), Some(to), _) => tx.send_to(&buf, to).is_ok(),
+                    (_, _, Some(e)) => {
+                        sys::eventfd_signal(e.0);
+                        true
+                    }
+                    _ => false,
+                };
+                if ok {
+                    sent.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+        .map_err(|e| RtError::from_io("spawn generator", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn first(a: Arrival, n: usize) -> Vec<u64> {
+        Times::new(a, 7, 0).take(n).map(|t| t.0).collect()
+    }
+
+    #[test]
+    fn arrival_times_by_hand() {
+        let p = Arrival::Periodic {
+            interval: Nanos(10),
+            start: Nanos(5),
+            stop: Some(Nanos(40)),
+        };
+        assert_eq!(first(p, 10), vec![5, 15, 25, 35]);
+        let b = Arrival::Burst {
+            count: 3,
+            gap: Nanos(1),
+            every: Nanos(100),
+            start: Nanos(0),
+            stop: None,
+        };
+        assert_eq!(first(b, 7), vec![0, 1, 2, 100, 101, 102, 200]);
+        let s = Arrival::Sporadic {
+            min: Nanos(100),
+            jitter: Nanos(10),
+            start: Nanos(0),
+        };
+        let t = first(s, 50);
+        assert!(t.windows(2).all(|w| (100..=110).contains(&(w[1] - w[0]))));
+        // Poisson: the same seed gives the same times; the mean gap is
+        // about 1/rate (1000 gaps at 1e6/s: mean 1 us within 10 %).
+        let p = Arrival::Poisson {
+            rate_per_s: 1e6,
+            start: Nanos(0),
+            stop: None,
+        };
+        let (a, b) = (first(p.clone(), 1001), first(p, 1001));
+        assert_eq!(a, b);
+        let mean = (a[1000] - a[0]) as f64 / 1000.0;
+        assert!((900.0..1100.0).contains(&mean), "{mean}");
+    }
+}

@@ -1,0 +1,604 @@
+//! Lowering a validated system model (`irqlab_model::Model`) to what runs on
+//! real threads, and refusing what cannot run for real with the field, the
+//! value and the reason (docs/runtime.md, "Running a model").
+//!
+//! Design principles: the model is loaded and validated by `irqlab_model`
+//! alone (one loader, one set of messages); this module adds only the
+//! rules of the real machine (what `irqlab-rt` and this kernel can carry
+//! out), never a second reading of the model's meaning. Every model value
+//! is either carried out, refused, or -- when the real machine supplies its
+//! own cost (the kernel's hard IRQ and softirq) -- named in `notes`, never
+//! dropped silently.
+
+use irqlab_core::{Inherit, Nanos, Utilization};
+use irqlab_model::model::{
+    ArrivalKind, DeviceKindName, InheritMode, PathKind, Policy, Step, VcpuKind,
+};
+use irqlab_model::{device_class, Model};
+
+use crate::error::RtError;
+use crate::sys;
+
+/// A server of the model, as the real run builds it.
+#[derive(Clone, Debug)]
+pub enum VcpuPolicy {
+    Sporadic {
+        budget: Nanos,
+        period: Nanos,
+    },
+    Deferrable {
+        budget: Nanos,
+        period: Nanos,
+    },
+    Pibs {
+        utilization: Utilization,
+        inherit: Inherit,
+    },
+    /// A plain SCHED_FIFO priority (1..99), no budget.
+    Fifo {
+        priority: u32,
+    },
+    /// SCHED_DEADLINE (linux path only).
+    Deadline {
+        runtime: Nanos,
+        period: Nanos,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct VcpuPlan {
+    pub name: String,
+    pub io: bool,
+    /// Index of the model CPU.
+    pub cpu: usize,
+    pub policy: VcpuPolicy,
+    /// Explicit fixed priority (1..99, higher is more urgent) of a budgeted
+    /// server instead of rate-monotonic.
+    pub priority: Option<u32>,
+    pub io_class: Option<String>,
+}
+
+/// One operation of a task's program.
+#[derive(Clone, Debug)]
+pub enum Op {
+    Compute(Nanos),
+    /// A blocking read of one item from device `devices[i]`.
+    Read(usize),
+    Sleep(Nanos),
+    /// `count` times, or forever (`None`).
+    Loop {
+        count: Option<u64>,
+        body: Vec<Op>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub enum Release {
+    Periodic {
+        period: Nanos,
+        deadline: Nanos,
+        offset: Nanos,
+        jobs: Option<u64>,
+    },
+    Once {
+        offset: Nanos,
+        deadline: Option<Nanos>,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct TaskPlan {
+    pub name: String,
+    pub vcpu: usize,
+    pub priority: u32,
+    pub release: Release,
+    pub program: Vec<Op>,
+}
+
+/// When the items of a device arrive (relative to the run's start).
+#[derive(Clone, Debug)]
+pub enum Arrival {
+    Periodic {
+        interval: Nanos,
+        start: Nanos,
+        stop: Option<Nanos>,
+    },
+    Poisson {
+        rate_per_s: f64,
+        start: Nanos,
+        stop: Option<Nanos>,
+    },
+    Burst {
+        count: u64,
+        gap: Nanos,
+        every: Nanos,
+        start: Nanos,
+        stop: Option<Nanos>,
+    },
+    /// A generic device: every `min` plus a uniform `jitter`.
+    Sporadic {
+        min: Nanos,
+        jitter: Nanos,
+        start: Nanos,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DevKind {
+    /// UDP datagrams on loopback.
+    Nic,
+    /// An eventfd written at the model's inter-arrival times.
+    Generic,
+}
+
+#[derive(Clone, Debug)]
+pub struct DevPlan {
+    pub name: String,
+    pub kind: DevKind,
+    pub class: String,
+    pub arrival: Arrival,
+    /// Datagram size (nic).
+    pub bytes: usize,
+    /// Items delivered but not yet read, at most (the socket buffer).
+    pub buffer: u64,
+    /// Bottom-half work per item (quest paths: on the class's server).
+    pub bottom_half: Nanos,
+    /// Omega_Main: CPU time of the reading task when a read returns.
+    pub omega_main: Nanos,
+    /// Tasks whose programs read it.
+    pub readers: Vec<usize>,
+}
+
+/// A model lowered for a real run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub name: String,
+    pub path: PathKind,
+    /// The real CPU of each model CPU.
+    pub cpus: Vec<usize>,
+    /// The CPU of the generators (`None`: shared with the managed CPUs).
+    pub gen_cpu: Option<usize>,
+    pub duration: Nanos,
+    pub seed: u64,
+    pub vcpus: Vec<VcpuPlan>,
+    pub tasks: Vec<TaskPlan>,
+    pub devices: Vec<DevPlan>,
+    /// I/O class names, in model order.
+    pub classes: Vec<String>,
+    /// The task on whose behalf a class's unsolicited events are handled.
+    pub consumers: Vec<Option<usize>>,
+    /// Model values the real machine replaces with its own (stated, not
+    /// dropped).
+    pub notes: Vec<String>,
+}
+
+fn refuse(field: impl Into<String>, value: impl ToString, why: &str) -> RtError {
+    RtError::config(field, value, why)
+}
+
+fn ns(d: Option<irqlab_model::units::Duration>) -> Nanos {
+    d.map_or(Nanos::ZERO, |d| d.0)
+}
+
+/// Parse and validate `text` with the model's own loader, then lower it for
+/// a real run (`duration`/`seed` override `simulation.duration`/`seed`).
+pub fn plan(
+    name: &str,
+    text: &str,
+    duration: Option<Nanos>,
+    seed: Option<u64>,
+) -> Result<Plan, RtError> {
+    let (m, _warnings) = irqlab_model::load_str(text)
+        .map_err(|e| RtError::config(name, "(model)", e.to_string()))?;
+    lower(name, &m, duration, seed)
+}
+
+/// Lower a valid model, or refuse what cannot run for real.
+pub fn lower(
+    name: &str,
+    m: &Model,
+    duration: Option<Nanos>,
+    seed: Option<u64>,
+) -> Result<Plan, RtError> {
+    let path = m.machine.path;
+    if path == PathKind::Hypervisor {
+        return Err(refuse(
+            "machine.path",
+            "hypervisor",
+            "irqlab run carries out quest, quest-no-iovcpu and linux machines; a hypervisor \
+             model runs on the KVM VMM (`irqlab vmm`), which does not take a model file yet",
+        ));
+    }
+    let allowed = sys::allowed_cpus();
+    let ncpu = m.machine.cpus as usize;
+    // The managed CPUs are the last `ncpu` allowed ones; the generators get
+    // a CPU the run does not manage when there is one.
+    if ncpu > allowed.len() {
+        return Err(refuse(
+            "machine.cpus",
+            ncpu,
+            &format!(
+                "this machine lets the run use {} CPU(s) ({:?})",
+                allowed.len(),
+                allowed
+            ),
+        ));
+    }
+    let cpus: Vec<usize> = allowed[allowed.len() - ncpu..].to_vec();
+    let gen_cpu = allowed.iter().copied().find(|c| !cpus.contains(c));
+    let mut notes = Vec::new();
+    if !m.xhci.is_empty() {
+        return Err(refuse(
+            "xhci[0]",
+            &m.xhci[0].name,
+            "an xHCI controller has no real-thread lowering yet (issue 16: one fd group per \
+             interrupter is not built); simulate it instead",
+        ));
+    }
+    if let Some(l) = &m.machine.linux {
+        linux_knobs(l, path)?;
+    }
+    // VCPUs.
+    let mut vcpus = Vec::new();
+    for (i, v) in m.vcpus.iter().enumerate() {
+        let f = |k: &str| format!("vcpus[{i}].{k}");
+        if v.max_repl
+            .is_some_and(|r| r != irqlab_core::DEFAULT_MAX_REPL)
+        {
+            return Err(refuse(
+                f("max_repl"),
+                v.max_repl.unwrap_or_default(),
+                "irqlab-rt's sporadic servers keep the default replenishment queue (32)",
+            ));
+        }
+        if v.background == Some(true) {
+            return Err(refuse(
+                f("background"),
+                "true",
+                "irqlab-rt parks a depleted server; it has no background mode",
+            ));
+        }
+        let io = v.kind == VcpuKind::Io;
+        let bp = || (ns(v.budget), ns(v.period));
+        let linux = path == PathKind::Linux;
+        let policy =
+            match (v.policy, linux) {
+                (Policy::Fifo, _) => VcpuPolicy::Fifo {
+                    priority: v.priority.unwrap_or(1).clamp(1, 98),
+                },
+                (Policy::Cbs, true) if !io => VcpuPolicy::Deadline {
+                    runtime: ns(v.runtime),
+                    period: ns(v.period),
+                },
+                (p, true) => return Err(refuse(
+                    f("policy"),
+                    format!("{p:?}").to_lowercase(),
+                    "the linux baseline runs tasks as plain SCHED_FIFO (fifo) or SCHED_DEADLINE \
+                     (cbs, Main VCPUs) threads, without irqlab servers; use path quest for \
+                     budgeted servers",
+                )),
+                (Policy::Sporadic, false) => {
+                    let (budget, period) = bp();
+                    VcpuPolicy::Sporadic { budget, period }
+                }
+                (Policy::Deferrable, false) if !io => {
+                    let (budget, period) = bp();
+                    VcpuPolicy::Deferrable { budget, period }
+                }
+                (Policy::Pibs, false) if io => VcpuPolicy::Pibs {
+                    utilization: v.utilization.map_or(Utilization::ZERO, |u| u.0),
+                    inherit: match v.inherit {
+                        Some(InheritMode::Strict) => Inherit::Strict,
+                        _ => Inherit::Paper,
+                    },
+                },
+                (p, false) => {
+                    return Err(refuse(
+                        f("policy"),
+                        format!("{p:?}").to_lowercase(),
+                        if io {
+                            "an I/O VCPU on real threads is pibs, sporadic or fifo"
+                        } else {
+                            "a Main VCPU on real threads is sporadic, deferrable or fifo \
+                         (irqlab-rt has no polling server, and CBS only on the linux path)"
+                        },
+                    ))
+                }
+            };
+        let budgeted = matches!(
+            policy,
+            VcpuPolicy::Sporadic { .. } | VcpuPolicy::Deferrable { .. }
+        );
+        if v.priority.is_some() && budgeted && io {
+            return Err(refuse(
+                f("priority"),
+                v.priority.unwrap_or_default(),
+                "irqlab-rt ranks a sporadic I/O VCPU by its period (rate-monotonic)",
+            ));
+        }
+        vcpus.push(VcpuPlan {
+            name: v.name.clone(),
+            io,
+            cpu: v.cpu as usize,
+            policy,
+            priority: if budgeted { v.priority } else { None },
+            io_class: v.io_class.clone(),
+        });
+    }
+    let vidx = |n: &str| vcpus.iter().position(|v| v.name == n);
+    // Devices.
+    let classes = irqlab_model::class_names(m);
+    let mut devices = Vec::new();
+    for (i, d) in m.devices.iter().enumerate() {
+        let f = |k: &str| format!("devices[{i}].{k}");
+        let class = device_class(m, &d.name).unwrap_or_default().to_string();
+        let (kind, arrival) = match d.kind {
+            DeviceKindName::Nic => {
+                let Some(a) = d.arrival.as_ref() else {
+                    return Err(refuse(f("arrival"), "(missing)", "a nic has an arrival"));
+                };
+                let (start, stop) = (ns(a.start), a.stop.map(|s| s.0));
+                let arrival =
+                    match a.kind {
+                        ArrivalKind::Periodic | ArrivalKind::Flood => Arrival::Periodic {
+                            interval: ns(a.interval),
+                            start,
+                            stop,
+                        },
+                        ArrivalKind::Poisson => Arrival::Poisson {
+                            rate_per_s: a.rate.unwrap_or(0.0),
+                            start,
+                            stop,
+                        },
+                        ArrivalKind::Burst => Arrival::Burst {
+                            count: a.count.unwrap_or(1).max(1),
+                            gap: ns(a.gap),
+                            every: ns(a.every),
+                            start,
+                            stop,
+                        },
+                        k @ (ArrivalKind::Trace | ArrivalKind::PingFlood) => return Err(refuse(
+                            f("arrival.kind"),
+                            format!("{k:?}").to_lowercase(),
+                            "not generated on loopback yet (periodic, flood, poisson and burst \
+                             are); simulate it instead",
+                        )),
+                    };
+                (DevKind::Nic, arrival)
+            }
+            DeviceKindName::Generic => (
+                DevKind::Generic,
+                Arrival::Sporadic {
+                    min: ns(d.min_interarrival),
+                    jitter: ns(d.jitter),
+                    start: ns(d.start),
+                },
+            ),
+            k @ (DeviceKindName::Disk | DeviceKindName::Usb) => {
+                return Err(refuse(
+                    f("kind"),
+                    format!("{k:?}").to_lowercase(),
+                    "no real-thread lowering yet (nic and generic devices run); simulate it \
+                     instead",
+                ))
+            }
+        };
+        if let Arrival::Periodic { interval, .. } = &arrival {
+            if interval.is_zero() {
+                return Err(refuse(
+                    f("arrival.interval"),
+                    "0",
+                    "a real generator needs a positive interval",
+                ));
+            }
+        }
+        let (top, bottom) = match kind {
+            DevKind::Nic => (ns(d.top_half), ns(d.bottom_half)),
+            DevKind::Generic => (ns(d.isr), ns(d.dsr)),
+        };
+        let (tk, bk) = match kind {
+            DevKind::Nic => ("top_half", "bottom_half"),
+            DevKind::Generic => ("isr", "dsr"),
+        };
+        if !top.is_zero() {
+            notes.push(format!(
+                "{} = {top}: not added; the real top half (the kernel's IRQ{} ) runs instead",
+                f(tk),
+                if path == PathKind::Linux {
+                    ""
+                } else {
+                    " and irqlab-rt's epoll top half"
+                }
+            ));
+        }
+        if path == PathKind::Linux && !bottom.is_zero() {
+            notes.push(format!(
+                "{} = {bottom}: not added; on the linux path the kernel's own softirq is the \
+                 bottom half",
+                f(bk)
+            ));
+        }
+        if d.ring.is_some() {
+            notes.push(format!(
+                "{}: the kernel's loopback backlog replaces the model's receive ring",
+                f("ring")
+            ));
+        }
+        let bytes = d.packet.map_or(64, |s| s.0).clamp(8, 65_507) as usize;
+        devices.push(DevPlan {
+            name: d.name.clone(),
+            kind,
+            class,
+            arrival,
+            bytes,
+            buffer: d.buffer.unwrap_or(1024) as u64,
+            bottom_half: if path == PathKind::Linux {
+                Nanos::ZERO
+            } else {
+                bottom
+            },
+            omega_main: ns(d.omega_main),
+            readers: Vec::new(),
+        });
+    }
+    // Tasks.
+    let mut tasks = Vec::new();
+    for (i, t) in m.tasks.iter().enumerate() {
+        let f = |k: &str| format!("tasks[{i}].{k}");
+        if t.abort_on_miss {
+            return Err(refuse(
+                f("abort_on_miss"),
+                "true",
+                "a real thread's job cannot be aborted at its deadline",
+            ));
+        }
+        let vcpu = vidx(&t.vcpu).ok_or_else(|| refuse(f("vcpu"), &t.vcpu, "no such VCPU"))?;
+        let release = match t.period {
+            Some(p) => Release::Periodic {
+                period: p.0,
+                deadline: t.deadline.map_or(p.0, |d| d.0),
+                offset: ns(t.offset),
+                jobs: t.jobs,
+            },
+            None => Release::Once {
+                offset: ns(t.offset),
+                deadline: t.deadline.map(|d| d.0),
+            },
+        };
+        let program = ops(&t.program, &f("program"), m, i, &mut devices)?;
+        if let VcpuPolicy::Deadline { .. } = vcpus[vcpu].policy {
+            if m.tasks.iter().filter(|u| u.vcpu == t.vcpu).count() > 1 {
+                return Err(refuse(
+                    f("vcpu"),
+                    &t.vcpu,
+                    "SCHED_DEADLINE reserves per thread: a cbs VCPU runs one task on the linux \
+                     path",
+                ));
+            }
+        }
+        tasks.push(TaskPlan {
+            name: t.name.clone(),
+            vcpu,
+            priority: t.priority,
+            release,
+            program,
+        });
+    }
+    let consumers = classes
+        .iter()
+        .map(|c| {
+            m.classes
+                .iter()
+                .find(|s| &s.name == c)
+                .and_then(|s| s.consumer.as_deref())
+                .and_then(|n| tasks.iter().position(|t| t.name == n))
+        })
+        .collect();
+    Ok(Plan {
+        name: name.to_string(),
+        path,
+        cpus,
+        gen_cpu,
+        duration: duration.unwrap_or(m.simulation.duration.0),
+        seed: seed.unwrap_or(m.simulation.seed),
+        vcpus,
+        tasks,
+        devices,
+        classes,
+        consumers,
+        notes,
+    })
+}
+
+/// The kernel's own softirq handling is what the linux path measures: the
+/// model's knobs for it must match this kernel, or be refused.
+fn linux_knobs(l: &irqlab_model::model::LinuxSpec, path: PathKind) -> Result<(), RtError> {
+    if path != PathKind::Linux {
+        return Ok(());
+    }
+    if let Some(n) = l.max_softirq_restart.filter(|&n| n != 10) {
+        return Err(refuse(
+            "machine.linux.max_softirq_restart",
+            n,
+            "this kernel's MAX_SOFTIRQ_RESTART is 10, a compile-time constant",
+        ));
+    }
+    if let Some(t) = l.max_softirq_time.filter(|t| t.0 != Nanos::from_ms(2)) {
+        return Err(refuse(
+            "machine.linux.max_softirq_time",
+            t.0,
+            "this kernel's MAX_SOFTIRQ_TIME is 2ms, a compile-time constant",
+        ));
+    }
+    let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
+    if l.threaded_bh && !rt {
+        return Err(refuse(
+            "machine.linux.threaded_bh",
+            "true",
+            "this kernel is not PREEMPT_RT (/sys/kernel/realtime): its bottom halves are not \
+             all threaded",
+        ));
+    }
+    if l.ksoftirqd.is_some() {
+        return Err(refuse(
+            "machine.linux.ksoftirqd",
+            "(set)",
+            "irqlab run leaves the kernel's ksoftirqd threads at their own policy \
+             (SCHED_OTHER); remove the key to run the stock kernel",
+        ));
+    }
+    Ok(())
+}
+
+/// A model program as run operations; records each device's readers.
+fn ops(
+    steps: &[Step],
+    path: &str,
+    m: &Model,
+    task: usize,
+    devices: &mut [DevPlan],
+) -> Result<Vec<Op>, RtError> {
+    let mut out = Vec::new();
+    for (k, s) in steps.iter().enumerate() {
+        let here = format!("{path}[{k}]");
+        out.push(match s {
+            Step::Compute(d) => Op::Compute(d.0),
+            Step::Sleep(d) => Op::Sleep(d.0),
+            Step::Read(dev) => {
+                let i = m
+                    .devices
+                    .iter()
+                    .position(|d| &d.name == dev)
+                    .ok_or_else(|| refuse(format!("{here}.read"), dev, "no such device"))?;
+                if !devices[i].readers.contains(&task) {
+                    devices[i].readers.push(task);
+                }
+                Op::Read(i)
+            }
+            Step::Write(dev) => {
+                return Err(refuse(
+                    format!("{here}.write"),
+                    dev,
+                    "writes go to usb and disk devices, which have no real-thread lowering yet",
+                ))
+            }
+            Step::Bind { device, class } => {
+                return Err(refuse(
+                    format!("{here}.bind"),
+                    format!("{device} -> {class}"),
+                    "rebinding an fd while the run goes on (usb_set_iovcpu at run time) is not \
+                     in irqlab-rt yet; bind it in `bindings` instead",
+                ))
+            }
+            Step::Loop { count, body } => Op::Loop {
+                count: Some(*count),
+                body: ops(body, &format!("{here}.loop.do"), m, task, devices)?,
+            },
+            Step::Forever(body) => Op::Loop {
+                count: None,
+                body: ops(body, &format!("{here}.forever"), m, task, devices)?,
+            },
+        });
+    }
+    Ok(out)
+}

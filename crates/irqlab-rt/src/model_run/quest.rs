@@ -1,0 +1,362 @@
+//! The `quest` and `quest-no-iovcpu` paths on irqlab-rt: Main VCPUs become
+//! servers under the supervisor, tasks managed threads in them; on `quest`
+//! each device's fd is bound to its class's I/O VCPU (`bind_fd_for`, PIBS
+//! inheriting the reading task's Main VCPU period, QUEST-VCPU Alg. 10);
+//! on `quest-no-iovcpu` a class's bottom halves run in a thread of the
+//! Main VCPU of the task they serve, above its tasks (as the simulator's
+//! `paths/quest_no_iovcpu.rs`), woken by a small top-half thread.
+//!
+//! Design principles: the core decides every dispatch; a read blocks in
+//! `TaskCtx::wait_wake` until the bottom half delivered an item (a wake-up
+//! arriving before the wait is kept, so none is lost).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use irqlab_core::{Nanos, ServerPriority};
+use irqlab_model::model::PathKind;
+
+use super::devices::{self, DevShared};
+use super::plan::{Plan, VcpuPolicy};
+use super::program::{self, Exec, TaskRec};
+use super::Outcome;
+use crate::error::RtError;
+use crate::{
+    sys, BudgetPolicy, Config, IoServer, RtHandle, Runtime, ServerHandle, TaskCtx, TaskHandle,
+};
+
+struct Managed<'a> {
+    ctx: &'a TaskCtx,
+    devs: &'a [Arc<DevShared>],
+    omega: Vec<Nanos>,
+}
+
+impl Exec for Managed<'_> {
+    fn sleep_until(&mut self, t: Nanos) -> bool {
+        self.ctx.wait_until(t)
+    }
+    fn read(&mut self, dev: usize) -> bool {
+        let since = sys::now();
+        let d = &self.devs[dev];
+        while !d.take() {
+            if !self.ctx.wait_wake() {
+                return false;
+            }
+        }
+        program::spin(self.omega[dev]);
+        d.record_read(since);
+        true
+    }
+}
+
+/// The Main VCPU a class's events are served for: its consumer's, else the
+/// first reader's of one of its devices.
+fn served_vcpu(p: &Plan, class: usize) -> Option<usize> {
+    let c = &p.classes[class];
+    p.consumers[class].map(|t| p.tasks[t].vcpu).or_else(|| {
+        p.devices
+            .iter()
+            .filter(|d| &d.class == c)
+            .find_map(|d| d.readers.first().map(|&t| p.tasks[t].vcpu))
+    })
+}
+
+pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
+    let cfg = Config {
+        cpus: p.cpus.clone(),
+        ..Config::default()
+    };
+    let mut rt = Runtime::new(cfg)?;
+    let real = |v: usize| Some(p.cpus[p.vcpus[v].cpu]);
+    // Main VCPUs.
+    let mut servers: Vec<Option<ServerHandle>> = vec![None; p.vcpus.len()];
+    for (i, v) in p.vcpus.iter().enumerate().filter(|(_, v)| !v.io) {
+        let rank = v
+            .priority
+            .map(|pr| ServerPriority::Rank(100u64.saturating_sub(pr as u64)));
+        let h = match (&v.policy, rank) {
+            (VcpuPolicy::Sporadic { budget, period }, None) => {
+                rt.main_vcpu(&v.name, *budget, *period, real(i))?
+            }
+            (VcpuPolicy::Sporadic { budget, period }, Some(r)) => rt.budget_server(
+                &v.name,
+                BudgetPolicy::Sporadic,
+                *budget,
+                *period,
+                r,
+                real(i),
+            )?,
+            (VcpuPolicy::Deferrable { budget, period }, r) => rt.budget_server(
+                &v.name,
+                BudgetPolicy::Deferrable,
+                *budget,
+                *period,
+                r.unwrap_or(ServerPriority::RateMonotonic),
+                real(i),
+            )?,
+            (VcpuPolicy::Fifo { priority }, _) => {
+                rt.unbounded(&v.name, 100u64.saturating_sub(*priority as u64), real(i))?
+            }
+            (pol, _) => {
+                return Err(RtError::config(
+                    format!("vcpus[{i}].policy"),
+                    format!("{pol:?}"),
+                    "not a Main VCPU policy on real threads",
+                ))
+            }
+        };
+        servers[i] = Some(h);
+    }
+    let server_of = |v: usize| {
+        servers[v].ok_or_else(|| {
+            RtError::config(
+                format!("vcpus[{v}]"),
+                &p.vcpus[v].name,
+                "tasks run on Main VCPUs",
+            )
+        })
+    };
+    // Devices and tasks.
+    let devs: Vec<Arc<DevShared>> = p
+        .devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| DevShared::open(d, &format!("devices[{i}]")).map(Arc::new))
+        .collect::<Result<_, _>>()?;
+    let recs: Vec<Arc<Mutex<TaskRec>>> = p.tasks.iter().map(|_| Arc::default()).collect();
+    let mut handles: Vec<TaskHandle> = Vec::new();
+    for (i, t) in p.tasks.iter().enumerate() {
+        let server = server_of(t.vcpu)?;
+        let (plan_t, rec, devs2) = (t.clone(), recs[i].clone(), devs.clone());
+        let omega: Vec<Nanos> = p.devices.iter().map(|d| d.omega_main).collect();
+        let h = rt.spawn(server, &t.name, t.priority, move |ctx| {
+            let mut e = Managed {
+                ctx,
+                devs: &devs2,
+                omega,
+            };
+            program::run_task(&mut e, &plan_t, ctx.start_time(), &rec);
+        })?;
+        handles.push(h);
+    }
+    let readers = |d: usize| -> Vec<TaskHandle> {
+        p.devices[d].readers.iter().map(|&t| handles[t]).collect()
+    };
+    let mut forwarders = Vec::new();
+    for (ci, class) in p.classes.iter().enumerate() {
+        let members: Vec<usize> = (0..p.devices.len())
+            .filter(|&d| &p.devices[d].class == class)
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let served = served_vcpu(p, ci);
+        if p.path == PathKind::QuestNoIovcpu {
+            // No I/O VCPU: a bottom-half thread in the served Main VCPU.
+            let Some(home) = served else {
+                // Nobody reads the class: its items stay in the kernel.
+                continue;
+            };
+            let ds: Vec<(Arc<DevShared>, Nanos, Vec<TaskHandle>)> = members
+                .iter()
+                .map(|&d| (devs[d].clone(), p.devices[d].bottom_half, readers(d)))
+                .collect();
+            let h = rt.handle();
+            let bh = rt.spawn(
+                server_of(home)?,
+                &format!("{class}/bh"),
+                u32::MAX,
+                move |ctx| {
+                    while ctx.wait_wake() {
+                        for (d, work, rd) in &ds {
+                            loop {
+                                let n = d.take_fd(32);
+                                if n == 0 || !ctx.running() {
+                                    break;
+                                }
+                                d.deliver(n, *work);
+                                for &r in rd {
+                                    h.wake(r);
+                                }
+                            }
+                        }
+                    }
+                },
+            )?;
+            let fds: Vec<i32> = members.iter().map(|&d| devs[d].fd).collect();
+            forwarders.push((fds, bh, p.cpus[p.vcpus[home].cpu]));
+            continue;
+        }
+        let (vi, io) = p
+            .vcpus
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.io && v.io_class.as_deref() == Some(class.as_str()))
+            .ok_or_else(|| {
+                RtError::config(
+                    format!("devices (class {class})"),
+                    class,
+                    "no I/O VCPU serves this class",
+                )
+            })?;
+        let server = match &io.policy {
+            VcpuPolicy::Pibs {
+                utilization,
+                inherit,
+            } => {
+                // The Main VCPU served by default (events nobody waits for):
+                // the served task's, else the one with the longest period.
+                let v = served.or_else(|| longest_period_main(p)).ok_or_else(|| {
+                    RtError::config(
+                        format!("vcpus[{vi}]"),
+                        &io.name,
+                        "a PIBS I/O VCPU needs a Main VCPU with a period to serve",
+                    )
+                })?;
+                IoServer::Pibs {
+                    utilization: *utilization,
+                    serves: server_of(v)?,
+                    inherit: *inherit,
+                }
+            }
+            VcpuPolicy::Sporadic { budget, period } => IoServer::Sporadic {
+                budget: *budget,
+                period: *period,
+            },
+            VcpuPolicy::Fifo { priority } => IoServer::Unbounded {
+                rank: 100u64.saturating_sub(*priority as u64),
+            },
+            pol => {
+                return Err(RtError::config(
+                    format!("vcpus[{vi}].policy"),
+                    format!("{pol:?}"),
+                    "not an I/O VCPU policy on real threads",
+                ))
+            }
+        };
+        let cls = rt.io_class(&io.name, server, Some(p.cpus[io.cpu]))?;
+        for &d in &members {
+            let (dev, work, rd) = (devs[d].clone(), p.devices[d].bottom_half, readers(d));
+            let handler = move |ev: &mut crate::Event| {
+                let n = dev.take_fd(32);
+                dev.deliver(n, work);
+                if n > 0 {
+                    for &r in &rd {
+                        ev.wake(r);
+                    }
+                }
+                n
+            };
+            let waiter = p.devices[d]
+                .readers
+                .first()
+                .and_then(|&t| servers[p.tasks[t].vcpu])
+                .filter(|s| s.period.is_some());
+            match waiter {
+                Some(w) => rt.bind_fd_for(devs[d].fd, cls, w, handler)?,
+                None => rt.bind_fd(devs[d].fd, cls, handler)?,
+            }
+        }
+    }
+    // Start, feed, stop.
+    let _signals = crate::scenario::SignalGuard::install();
+    rt.start()?;
+    let t0 = rt_start_time(&rt);
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for (fds, bh, cpu) in forwarders {
+        threads.push(forwarder(fds, bh, rt.handle(), cpu, stop.clone())?);
+    }
+    for (i, d) in p.devices.iter().enumerate() {
+        threads.push(devices::start_generator(
+            i,
+            d,
+            &devs[i],
+            p.seed,
+            t0,
+            p.gen_cpu,
+            stop.clone(),
+        )?);
+    }
+    let interrupted = super::wait_for(t0 + p.duration);
+    let t_end = sys::now();
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    let report = rt.stop();
+    Ok(Outcome {
+        t0,
+        t_end,
+        recs,
+        devs,
+        interrupted,
+        report: Some(report),
+        linux_shares: Vec::new(),
+        warnings: Vec::new(),
+    })
+}
+
+fn rt_start_time(rt: &Runtime) -> Nanos {
+    Nanos(rt.shared.t0.load(Ordering::SeqCst))
+}
+
+fn longest_period_main(p: &Plan) -> Option<usize> {
+    p.vcpus
+        .iter()
+        .enumerate()
+        .filter_map(|(i, v)| match v.policy {
+            VcpuPolicy::Sporadic { period, .. } | VcpuPolicy::Deferrable { period, .. }
+                if !v.io =>
+            {
+                Some((period, i))
+            }
+            _ => None,
+        })
+        .max()
+        .map(|(_, i)| i)
+}
+
+/// The top half of a class without an I/O VCPU: waits on its fds
+/// (edge-triggered epoll) and wakes the class's bottom-half thread.
+fn forwarder(
+    fds: Vec<i32>,
+    bh: TaskHandle,
+    h: RtHandle,
+    cpu: usize,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>, RtError> {
+    // SAFETY: creates a descriptor owned by `ep`.
+    let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if ep < 0 {
+        return Err(RtError::last_os("epoll_create1"));
+    }
+    let ep = sys::Fd(ep);
+    for fd in fds {
+        let mut ev = libc::epoll_event {
+            events: (libc::EPOLLIN | libc::EPOLLET) as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: valid epoll and descriptor.
+        if unsafe { libc::epoll_ctl(ep.0, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
+            return Err(RtError::last_os("epoll_ctl"));
+        }
+    }
+    std::thread::Builder::new()
+        .name("irqlab-th-nov".into())
+        .spawn(move || {
+            let _ = sys::pin(0, cpu);
+            let _ = sys::set_fifo(0, 95);
+            let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 16];
+            // Items may have arrived before the first wait.
+            h.wake(bh);
+            while !stop.load(Ordering::Relaxed) {
+                // SAFETY: valid epoll and buffer.
+                let n = unsafe { libc::epoll_wait(ep.0, evs.as_mut_ptr(), 16, 20) };
+                if n > 0 {
+                    h.wake(bh);
+                }
+            }
+        })
+        .map_err(|e| RtError::from_io("spawn top half", e))
+}
