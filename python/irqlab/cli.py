@@ -32,6 +32,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.run",
     "irqlab.commands.calibrate",
     "irqlab.commands.export",
+    "irqlab.commands.compare",
     "irqlab.commands.vmm",
 ]
 

@@ -1,8 +1,14 @@
-"""Real threads on Linux: run a runtime scenario with ``irqlab-rt``.
+"""Real threads on Linux: run a system model (or a runtime scenario) with
+``irqlab-rt``.
 
 A thin layer over ``irqlab._native.rt`` (the runtime itself is Rust):
-:func:`run` returns the parsed report, the cyclictest-style summary and the
-histogram file. Invalid scenarios raise :class:`ScenarioError` (a
+:func:`run_model` runs a system model -- the file ``irqlab analyze`` and
+``irqlab simulate`` take -- and returns its result (the simulator's metric
+names: docs/runtime.md, "Running a model"); :func:`run` runs a runtime
+scenario (the lower-level format with upcalls and kernel upcalls) and
+returns the parsed report, the cyclictest-style summary and the histogram
+file. :func:`is_model` tells the two apart (a model has ``machine:``).
+Invalid models and scenarios raise :class:`ScenarioError` (a
 ``ValueError``) naming the field, the value and the rule; a missing
 privilege or kernel feature raises :class:`RuntimeUnavailable` (an
 ``OSError``) with the kernel's reason.
@@ -26,7 +32,10 @@ __all__ = [
     "RuntimeUnavailable",
     "ScenarioError",
     "check",
+    "check_model",
+    "is_model",
     "run",
+    "run_model",
     "scenario_path",
     "scenarios",
 ]
@@ -80,3 +89,43 @@ def run(scenario: str | Path, duration_ns: int | None = None) -> RunOutput:
     text = path.read_text()
     result, summary, hist = _rt.run_scenario(path.name, text, duration_ns)
     return RunOutput(json.loads(result), summary, hist)
+
+
+def is_model(path: Path) -> bool:
+    """Is ``path`` a system model (a top-level ``machine:`` key) rather than a
+    runtime scenario?"""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError:
+        return False
+    return isinstance(doc, dict) and "machine" in doc
+
+
+def model_path(name_or_path: str | Path) -> Path:
+    """A file path, or a shipped system model (``irqlab.model.scenarios``)
+    by name."""
+    from irqlab.model import scenario_path as shipped_model
+
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    return shipped_model(str(name_or_path))
+
+
+def check_model(model: str | Path) -> list[str]:
+    """Load a system model and lower it for a real run without running it;
+    returns the notes (model values the real machine replaces with its own).
+    Raises :class:`ScenarioError` for what cannot run for real (field, value,
+    reason)."""
+    path = model_path(model)
+    return list(_rt.check_model(path.name, path.read_text()))
+
+
+def run_model(model: str | Path, duration_ns: int | None = None,
+              seed: int | None = None) -> dict[str, Any]:
+    """Run a system model on real threads (blocks for its duration); returns
+    the result (``tasks``, ``devices``, ``servers``, ``notes``...)."""
+    path = model_path(model)
+    return json.loads(_rt.run_model(path.name, path.read_text(), duration_ns, seed))

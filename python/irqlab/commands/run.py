@@ -1,6 +1,14 @@
-"""``irqlab run SCENARIO.yaml [--duration D] [--out DIR] [--check]``: real threads.
+"""``irqlab run MODEL.yaml [--duration D] [--seed N] [--out DIR] [--check]``: real threads.
 
-Runs a runtime scenario with ``irqlab-rt`` (supervisor per CPU, Main and
+A system model (the file ``irqlab analyze`` and ``irqlab simulate`` take,
+with ``machine:``) runs on real threads (docs/runtime.md, "Running a
+model"): per task jobs, misses and response times, per device read
+latency, throughput and drops, per server CPU share, the notes on what the
+real machine supplies itself, written to ``DIR/run.json``. What cannot run
+for real is refused with the field, the value and the reason.
+
+A runtime scenario (``runtime:``/``sources:``, the lower-level format with
+upcalls and kernel upcalls) runs with ``irqlab-rt`` (supervisor per CPU, Main and
 I/O VCPUs, fd-bound classes, upcalls), prints a cyclictest-style summary
 and a table per event path and task, and writes ``DIR/run.json`` and
 ``DIR/histogram.txt`` (cyclictest ``--histfile`` format). SIGINT, SIGTERM
@@ -20,9 +28,11 @@ from irqlab.model import parse_duration
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("run", help="run a scenario on real Linux threads (irqlab-rt)")
-    p.add_argument("scenario", help="runtime scenario file, or a shipped one by name")
-    p.add_argument("--duration", default=None, help="override runtime.duration, e.g. 2s")
+    p = sub.add_parser("run", help="run a model (or runtime scenario) on real Linux threads")
+    p.add_argument("scenario", help="model or runtime scenario file, or a shipped one by name")
+    p.add_argument("--duration", default=None,
+                   help="override simulation.duration (runtime.duration), e.g. 2s")
+    p.add_argument("--seed", type=int, default=None, help="a model's seed (arrival processes)")
     p.add_argument("--out", type=Path, default=Path("out/run"), help="output directory")
     p.add_argument("--check", action="store_true",
                    help="only validate the scenario (build the runtime, start nothing)")
@@ -60,6 +70,8 @@ def run(args: argparse.Namespace) -> int:
             duration = parse_duration(args.duration)
         except ValueError as e:
             raise ValueError(f"--duration: {e}") from None
+    if _is_model(args.scenario):
+        return run_model(args, duration)
     if args.check:
         try:
             path = runtime.check(args.scenario)
@@ -123,4 +135,58 @@ def run(args: argparse.Namespace) -> int:
     (args.out / "run.json").write_text(json.dumps(out.result, indent=1))
     (args.out / "histogram.txt").write_text(out.histogram)
     print(f"wrote {args.out / 'run.json'} and {args.out / 'histogram.txt'}")
+    return 0
+
+
+def _is_model(name: str) -> bool:
+    """A model file, or a shipped model that is not a runtime scenario."""
+    from irqlab import runtime
+    from irqlab.model import scenarios
+
+    p = Path(name)
+    if p.exists():
+        return runtime.is_model(p)
+    return name not in runtime.scenarios() and name in scenarios()
+
+
+def run_model(args: argparse.Namespace, duration: int | None) -> int:
+    """``irqlab run MODEL.yaml``."""
+    from irqlab import runtime
+
+    if args.seed is not None and args.seed < 0:
+        raise ValueError(f"--seed: {args.seed} must be non-negative")
+    if args.check:
+        notes = runtime.check_model(args.scenario)
+        print(f"{args.scenario}: can run on real threads")
+        for n in notes:
+            print(f"  note: {n}")
+        return 0
+    try:
+        r = runtime.run_model(args.scenario, duration, args.seed)
+    except runtime.RuntimeUnavailable as e:
+        raise ValueError(f"the runtime cannot run here: {e}") from None
+    print(f"{r['model']}: {r['path']} path, {r['duration_ns'] / 1e9:.2f} s, mode {r['mode']}, "
+          f"CPU {', '.join(str(c) for c in r['cpus'])}"
+          + (" (interrupted)" if r["interrupted"] else ""))
+    for t in r["tasks"]:
+        resp = t["response"]
+        print(f"  task {t['name']:<12} {t['released']:>6} released {t['completed']:>6} finished "
+              f"{t['deadline_misses']:>5} misses  response p50 {_us(resp['p50_ns'])} us, "
+              f"p99 {_us(resp['p99_ns'])} us, max {_us(resp['max_ns'])} us")
+    for d in r["devices"]:
+        lat = d["latency"]
+        print(f"  device {d['name']:<10} sent {d['sent']:>7} handled {d['handled']:>7} dropped "
+              f"{d['dropped']:>7}  read latency p50 {_us(lat['p50_ns'])} us, "
+              f"max {_us(lat['max_ns'])} us, {d['throughput_bytes_per_s']:,.0f} B/s")
+    for s in r["servers"]:
+        print(f"  server {s['name']:<10} ({s['kind']}) {100 * s['share_fraction']:.2f} % of "
+              f"CPU {s['cpu']}")
+    print(f"  largest release delay {_us(r['max_release_delay_ns'])} us (host timer stalls)")
+    for n in r["notes"]:
+        print(f"  note: {n}")
+    for w in r["warnings"]:
+        print(f"  warning: {w}")
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "run.json").write_text(json.dumps(r, indent=1))
+    print(f"wrote {args.out / 'run.json'}")
     return 0

@@ -46,6 +46,9 @@ pub struct Dist {
     pub p50_ns: Option<u64>,
     pub p99_ns: Option<u64>,
     pub max_ns: Option<u64>,
+    pub std_dev_ns: Option<f64>,
+    /// Buckets `(low, high, count)` with a non-zero count.
+    pub histogram_ns: Vec<(u64, u64, u64)>,
 }
 
 impl Dist {
@@ -58,6 +61,8 @@ impl Dist {
             p50_ns: l.p50,
             p99_ns: l.p99,
             max_ns: l.max,
+            std_dev_ns: l.std_dev,
+            histogram_ns: l.histogram,
         }
     }
 }

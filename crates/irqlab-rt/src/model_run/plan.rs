@@ -402,7 +402,7 @@ pub fn lower(
         };
         if !top.is_zero() {
             notes.push(format!(
-                "{} = {top}: not added; the real top half (the kernel's IRQ{} ) runs instead",
+                "{} = {top}: not added; the real top half (the kernel's IRQ{}) runs instead",
                 f(tk),
                 if path == PathKind::Linux {
                     ""

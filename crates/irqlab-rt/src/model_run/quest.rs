@@ -165,19 +165,26 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
             let bh = rt.spawn(
                 server_of(home)?,
                 &format!("{class}/bh"),
-                u32::MAX,
+                top_prio(p, home),
                 move |ctx| {
                     while ctx.wait_wake() {
                         for (d, work, rd) in &ds {
+                            // One item at a time, with the cooperative
+                            // budget check between items.
                             loop {
-                                let n = d.take_fd(32);
+                                let n = d.take_fd(1);
                                 if n == 0 || !ctx.running() {
                                     break;
                                 }
                                 d.deliver(n, *work);
-                                for &r in rd {
-                                    h.wake(r);
-                                }
+                                // A managed thread takes the CPU lock only
+                                // where it cannot be parked.
+                                crate::park::critical(|| {
+                                    for &r in rd {
+                                        h.wake(r);
+                                    }
+                                });
+                                ctx.checkpoint();
                             }
                         }
                     }
@@ -237,8 +244,13 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         let cls = rt.io_class(&io.name, server, Some(p.cpus[io.cpu]))?;
         for &d in &members {
             let (dev, work, rd) = (devs[d].clone(), p.devices[d].bottom_half, readers(d));
+            // One item per handler call: the runtime checks the budget
+            // between handlers, and a bottom half is one item's work (as in
+            // the simulator). A handler taking many items can run far past
+            // a small PIBS budget (C_max = U T) before the supervisor stops
+            // it, and the overrun is not paid back.
             let handler = move |ev: &mut crate::Event| {
-                let n = dev.take_fd(32);
+                let n = dev.take_fd(1);
                 dev.deliver(n, work);
                 if n > 0 {
                     for &r in &rd {
@@ -297,6 +309,17 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     })
 }
 
+/// A thread priority above every task of Main VCPU `v`.
+fn top_prio(p: &Plan, v: usize) -> u32 {
+    p.tasks
+        .iter()
+        .filter(|t| t.vcpu == v)
+        .map(|t| t.priority)
+        .max()
+        .unwrap_or(0)
+        .saturating_add(1)
+}
+
 fn rt_start_time(rt: &Runtime) -> Nanos {
     Nanos(rt.shared.t0.load(Ordering::SeqCst))
 }
@@ -345,6 +368,8 @@ fn forwarder(
     std::thread::Builder::new()
         .name("irqlab-th-nov".into())
         .spawn(move || {
+            // Own the epoll descriptor here (not only its number).
+            let ep = ep;
             let _ = sys::pin(0, cpu);
             let _ = sys::set_fifo(0, 95);
             let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 16];
