@@ -32,7 +32,7 @@ from typing import Any
 
 from irqlab.analysis import model_bounds
 from irqlab.model import load
-from irqlab.runtime import model_path, run_model
+from irqlab.runtime import check_model, model_path, run_model
 from irqlab.sim import simulate, write_outputs
 
 
@@ -279,6 +279,7 @@ def compare(model: str | Path, *, duration_ns: int | None = None, seed: int | No
     name); with ``out``, write ``compare.json``, the simulation's and the
     real run's directories (``sim/``, ``real/``) and one CDF plot per task."""
     path = model_path(model)
+    check_model(path)  # what cannot run for real is refused before any work
     loaded = load(path)
     tol = tolerance or Tolerance()
     dur = duration_ns if duration_ns is not None else loaded.sim_config["duration"]

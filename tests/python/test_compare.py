@@ -1,0 +1,128 @@
+"""``irqlab run MODEL.yaml`` and ``irqlab compare``: one model analyzed,
+simulated and run on real threads.
+
+The real-thread tests need SCHED_FIFO; without it they skip with the
+kernel's reason. No timing assertions: structure, agreement on what the
+theory decides (a starved task misses in both the simulation and the real
+run; a server never exceeds its budget), and misses under a safe bound only
+with a host stall on record (as in test_runtime.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from irqlab import runtime
+from irqlab.cli import main
+from irqlab.compare import Row, Tolerance, compare, rows_of
+
+
+def _fifo_or_skip() -> None:
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
+    except PermissionError as e:
+        pytest.skip(f"SCHED_FIFO not permitted: {e}")
+    finally:
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            pass
+
+
+def _row(rows: list[Row], kind: str, name: str, metric: str) -> Row:
+    return next(r for r in rows if (r.kind, r.name, r.metric) == (kind, name, metric))
+
+
+def test_starved_task_misses_in_both_and_report_is_written(tmp_path: Path) -> None:
+    """Without I/O VCPUs the flood's bottom halves take the control task's
+    whole Main VCPU: most jobs miss, simulated and real alike."""
+    _fifo_or_skip()
+    code = main(["compare", "control-and-flood-no-iovcpu", "--duration", "1s",
+                 "--out", str(tmp_path), "--report"])
+    assert code in (0, 1)
+    doc = json.loads((tmp_path / "compare.json").read_text())
+    rows = [Row(**r) for r in doc["rows"]]
+    ratio = _row(rows, "task", "control", "miss ratio")
+    assert ratio.sim is not None and ratio.sim > 0.5, ratio
+    assert ratio.real is not None and ratio.real > 0.5, ratio
+    # Bound | simulation | real per task, device and server.
+    assert {r.kind for r in rows} == {"task", "device", "server"}
+    assert doc["tolerance"] == {"rel": 0.25, "abs_ns": 250_000, "miss_ratio": 0.1,
+                                "share": 0.03, "throughput_rel": 0.25, "enforcement": 0.01}
+    assert "tolerance:" in doc["tolerance_text"]
+    for p in ("simulation/metrics.json", "real/metrics.json", "real/run.json",
+              "cdf-control.png", "report.html"):
+        assert (tmp_path / p).exists(), p
+    page = (tmp_path / "report.html").read_text()
+    assert "simulation" in page and "real run" in page
+
+
+def test_io_vcpu_protects_the_control_task_in_both(tmp_path: Path) -> None:
+    """With the flood on a 5 % PIBS I/O VCPU the analysis bounds the control
+    task's response; the simulation stays under it and the real run misses
+    only with a host stall on record; no server exceeds its budget."""
+    _fifo_or_skip()
+    c = compare("control-and-flood", duration_ns=1_000_000_000, out=tmp_path)
+    misses = _row(c.rows, "task", "control", "misses")
+    assert misses.bound == 0 and misses.sim == 0
+    stall = c.real["max_supervisor_timer_ns"] or 0
+    assert misses.real == 0 or stall >= 2_000_000, (misses, stall)
+    if misses.real:
+        assert any("host timer stall" in f for f in misses.flags)
+    resp = _row(c.rows, "task", "control", "response max")
+    assert resp.bound is not None and resp.sim is not None and resp.sim <= resp.bound
+    for name, budget in (("ctl", 0.25), ("io.flood", 0.05), ("io.sensor", 0.10)):
+        share = _row(c.rows, "server", name, "share")
+        assert share.bound == pytest.approx(budget)
+        assert share.real is not None and share.real <= budget + c.tolerance.enforcement, share
+        assert not any("above the budget" in f for f in share.flags)
+
+
+def test_flags_by_hand() -> None:
+    """The flag rules on hand-made inputs: above a safe bound, sim-vs-real
+    gap beyond the tolerance, a server above its budget."""
+    bounds = {"tasks": [{"name": "t", "response": 1_000_000, "schedulable": True}],
+              "cpus": [{"servers": [{"name": "s", "budget": 1, "period": 10, "policy": "sporadic"},
+                                    {"name": "io", "policy": "pibs",
+                                     "note": "I/O VCPU, U = 1/20"}]}]}
+    dist = {"p50_ns": 500_000, "p99_ns": 900_000, "max_ns": 950_000}
+    sim = {"tasks": [{"name": "t", "released": 10, "deadline_misses": 0, "response": dist}],
+           "devices": [], "servers": [{"name": "s", "share_fraction": 0.10},
+                                      {"name": "io", "share_fraction": 0.05}]}
+    real = {"tasks": [{"name": "t", "released": 10, "deadline_misses": 1,
+                       "response": {"p50_ns": 900_000, "p99_ns": 1_200_000,
+                                    "max_ns": 1_200_000}}],
+            "devices": [], "servers": [{"name": "s", "share_fraction": 0.125},
+                                       {"name": "io", "share_fraction": 0.05}],
+            "max_release_delay_ns": 3_000_000, "max_supervisor_timer_ns": 10_000}
+    rows = rows_of(bounds, sim, real, Tolerance())
+    assert _row(rows, "task", "t", "response max").flags == [
+        "real above the safe bound (host timer stall: a release served 3.00 ms late, the "
+        "supervisor's timer 0.01 ms late)"]
+    assert _row(rows, "task", "t", "response p50").flags == [
+        "sim-vs-real gap 400 us > 375 us"]  # 25 % of 500 us + 250 us
+    assert _row(rows, "task", "t", "miss ratio").flags == []  # 10 % is within 10 %
+    assert any("misses a deadline the analysis calls safe" in f
+               for f in _row(rows, "task", "t", "misses").flags)
+    assert _row(rows, "server", "s", "share").flags == [
+        "real share above the budget 10.00% + 1%"]
+    assert _row(rows, "server", "io", "share").bound == pytest.approx(0.05)
+    assert _row(rows, "server", "io", "share").flags == []
+
+
+def test_run_model_cli_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "control-and-flood", "--check"]) == 0
+    usb = runtime.model_path("usb-priority-inversion")
+    assert main(["run", str(usb), "--check"]) == 2
+    err = capsys.readouterr().err
+    assert "xhci[0]" in err and "no real-thread lowering" in err
+    # The runtime-scenario format still runs through the same command.
+    assert main(["run", "isolation", "--check"]) == 0
+    bad = tmp_path / "hv.yaml"
+    bad.write_text(runtime.model_path("vint-analysis").read_text())
+    assert main(["compare", str(bad)]) == 2
+    assert "machine.path = hypervisor" in capsys.readouterr().err
