@@ -322,9 +322,12 @@ def plot_cdfs(c: Comparison, sim: dict[str, Any], out: Path, bounds: dict[str, i
     for t in c.real["tasks"]:
         samples = t.get("response_samples_ns") or []
         hist = (st.get(t["name"], {}).get("response") or {}).get("histogram_ns") or []
-        if not samples and not hist:
-            continue
+        if t["period_ns"] is None and not samples and not hist:
+            continue  # a task released once that never finished: nothing to draw
         fig, ax = plt.subplots(figsize=(6, 3.5))
+        if not samples and not hist:
+            ax.text(0.5, 0.5, f"no job finished ({t['deadline_misses']} of {t['released']} "
+                    "missed in the real run)", ha="center", transform=ax.transAxes)
         if hist:
             xs = [h[1] / 1e3 for h in hist]
             ys = np.cumsum([h[2] for h in hist]) / max(sum(h[2] for h in hist), 1)

@@ -69,12 +69,23 @@ def test_io_vcpu_protects_the_control_task_in_both(tmp_path: Path) -> None:
     c = compare("control-and-flood", duration_ns=1_000_000_000, out=tmp_path)
     misses = _row(c.rows, "task", "control", "misses")
     assert misses.bound == 0 and misses.sim == 0
-    stall = c.real["max_supervisor_timer_ns"] or 0
-    assert misses.real == 0 or stall >= 2_000_000, (misses, stall)
-    if misses.real:
-        assert any("host timer stall" in f for f in misses.flags)
     resp = _row(c.rows, "task", "control", "response max")
     assert resp.bound is not None and resp.sim is not None and resp.sim <= resp.bound
+    # A host stall: the supervisor's own timer (SCHED_FIFO 99) woke 2 ms
+    # late, or the control task -- the most urgent of its VCPU -- was not
+    # even running yet a whole response bound after its release (nothing
+    # in the model can delay it that long: something outside it had the
+    # CPU; on this loaded, RT-throttled host both happen).
+    # The supervisor itself never woke from a timed sleep in the whole run:
+    # it was starved too (another SCHED_FIFO 99 program on the CPU).
+    control = next(t for t in c.real["tasks"] if t["name"] == "control")
+    sup = c.real["runtime"]["supervisors"][0]
+    stalled = ((c.real["max_supervisor_timer_ns"] or 0) >= 2_000_000
+               or (control["release_delay"]["max_ns"] or 0) > resp.bound
+               or sup["timer_latency"]["count"] == 0)
+    assert misses.real == 0 or stalled, (misses, sup, control["release_delay"])
+    if misses.real:
+        assert any("host timer stall" in f for f in misses.flags)
     for name, budget in (("ctl", 0.25), ("io.flood", 0.05), ("io.sensor", 0.10)):
         share = _row(c.rows, "server", name, "share")
         assert share.bound == pytest.approx(budget)
