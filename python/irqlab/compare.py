@@ -241,6 +241,9 @@ def rows_of(bounds: dict[str, Any], sim: dict[str, Any], real: dict[str, Any],
         if bound is not None and row.real is not None and row.real > bound + tol.enforcement:
             row.flags.append(f"real share above the budget {bound:.2%} + {tol.enforcement:.0%}")
         rows.append(row)
+    # A row with nothing to show (a once-released task that never finished
+    # in either run) is left out.
+    rows = [r for r in rows if not (r.bound is None and r.sim is None and r.real is None)]
     for row in rows:
         _check_gap(row, tol)
     return rows
