@@ -113,8 +113,8 @@ class Comparison:
             "warnings": self.real.get("warnings", []),
         }
 
-    def table(self) -> str:
-        """The side-by-side table as text."""
+    def table(self, rows: list[Row] | None = None) -> str:
+        """The side-by-side table as text (of ``rows``, default all)."""
         def fmt(v: float | None, unit: str) -> str:
             if v is None:
                 return "-"
@@ -127,7 +127,7 @@ class Comparison:
             return f"{v:.0f}"
         lines = [f"{'':8}{'name':<12}{'metric':<16}{'bound':>11}{'simulation':>12}{'real':>12}"
                  "  flags"]
-        for r in self.rows:
+        for r in self.rows if rows is None else rows:
             lines.append(f"{r.kind:<8}{r.name:<12}{r.metric:<16}{fmt(r.bound, r.unit):>11}"
                          f"{fmt(r.sim, r.unit):>12}{fmt(r.real, r.unit):>12}  "
                          + "; ".join(r.flags))

@@ -21,10 +21,12 @@
    vINT, the analysis's bounds (Eq. 3 for VCPUs and pseudo-VCPUs, Eq. 5 +
    7/8 for the virtual interrupt's flow) next to what the simulator
    measured for the same model.
-4. Finally the same core schedules real Linux threads (``irqlab-rt``): the
-   shipped ``isolation`` runtime scenario runs for a second with the UDP
-   flood on a 5 % I/O VCPU and again without an I/O VCPU, and the control
-   task's deadline misses are printed side by side (``--no-rt`` skips it).
+4. Finally the same model runs on real Linux threads (``irqlab-rt``):
+   ``irqlab compare`` on the shipped ``control-and-flood`` model (a UDP
+   flood on a 5 % PIBS I/O VCPU next to a control task) and on
+   ``control-and-flood-no-iovcpu`` (no I/O VCPUs), a second each, prints the
+   control task's bound, simulation and real run and the servers' shares
+   (``--no-rt`` skips it).
 """
 
 from __future__ import annotations
@@ -129,39 +131,29 @@ def hypervisor_part() -> None:
 
 
 def real_threads(out: Path) -> None:
-    """Run the shipped `isolation` runtime scenario with and without an I/O
-    VCPU for the flood (1 s each) and compare the control task."""
+    """`irqlab compare` on the shipped isolation model with its flood on a
+    5 % PIBS I/O VCPU and without I/O VCPUs (1 s each): the control task's
+    bound, simulation and real run, and the servers' CPU shares."""
     from irqlab import runtime
+    from irqlab.compare import Tolerance, compare
 
-    text = runtime.scenario_path("isolation").read_text()
-    variants = {
-        "5 % PIBS I/O VCPU": text,
-        "no I/O VCPU": text.replace(
-            "{name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood, "
-            "serves: bulk}",
-            "{name: io.flood, kind: io, policy: unbounded, io_class: flood}"),
-    }
-    out.mkdir(parents=True, exist_ok=True)
-    print(f"{'flood handled on':<20}{'jobs done':>13}{'misses':>8}{'flood CPU':>11}"
-          f"{'sent':>10}{'handled':>9}{'dropped':>9}")
-    for label, t in variants.items():
-        path = out / f"rt-{'pibs' if 'PIBS' in label else 'unbounded'}.yaml"
-        path.write_text(t)
+    for label, name in (("5 % PIBS I/O VCPU", "control-and-flood"),
+                        ("no I/O VCPU", "control-and-flood-no-iovcpu")):
         try:
-            r = runtime.run(path, 1_000_000_000)
+            c = compare(name, duration_ns=1_000_000_000, out=out / f"compare-{name}")
         except runtime.RuntimeUnavailable as e:
             print(f"  skipped: the runtime cannot run here ({e})")
             return
-        rep = r.report
-        control = next(x for x in rep["tasks"] if x["name"] == "control")
-        flood = next(x for x in rep["events"] if x["name"] == "io.flood")
-        share = next(x for x in rep["servers"] if x["name"] == "io.flood")["share"]
-        print(f"{label:<20}{control['jobs']:>13}{control['deadline_misses']:>8}"
-              f"{share * 100:>10.1f}%{r.result['sent'].get('io.flood', 0):>10}"
-              f"{flood['items']:>9}{flood['kernel_drops']:>9}")
-        if rep["mode"] != "fifo":
-            print(f"  (mode {rep['mode']}: {'; '.join(rep['warnings'])})")
-    print("\n  Real threads, same core: see docs/runtime.md and `irqlab run --help`.")
+        print(f"-- flood handled on: {label} (irqlab compare {name} --duration 1s) --")
+        keep = [r for r in c.rows if (r.kind, r.name) == ("task", "control")
+                and r.metric in ("released", "misses", "response p50", "response max")
+                or r.kind == "server"]
+        print(c.table(keep))
+        flags = c.flags
+        print(f"  {len(flags)} flag(s) in {out / f'compare-{name}' / 'compare.json'}"
+              + ("" if c.real["mode"] != "park-only" else " (park-only mode: no SCHED_FIFO)"))
+    print("\n  " + Tolerance().describe())
+    print("  One model, three answers: see docs/runtime.md and `irqlab compare --help`.")
 
 
 def walkthrough(horizon: int) -> None:
