@@ -106,6 +106,14 @@ tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
         "vcpus[0].max_repl = 4",
         "default replenishment queue",
     );
+    refused(
+        &format!(
+            "{BASE}tasks: [{{name: t, vcpu: m, program: [{{read: n}}]}}]
+devices: [{{name: n, kind: nic, class: c, packet: 64KiB, top_half: 1us, bottom_half: 1us, arrival: {{kind: periodic, interval: 1ms}}}}]"
+        ),
+        "devices[0].packet = 65536B",
+        "at most 65507 bytes",
+    );
     // The model's own validation, through the one loader.
     refused(
         "machine: {cpus: 1, path: quest}

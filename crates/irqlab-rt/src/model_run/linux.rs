@@ -14,7 +14,7 @@ use std::sync::{Arc, Barrier, Mutex};
 
 use irqlab_core::Nanos;
 
-use super::devices::{self, sleep_abs, DevShared};
+use super::devices::{sleep_abs, DevShared};
 use super::plan::{Plan, VcpuPolicy};
 use super::program::{self, Exec, TaskRec};
 use super::Outcome;
@@ -90,12 +90,7 @@ fn set_deadline(runtime: Nanos, period: Nanos) -> Result<(), RtError> {
 
 pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     sys::probe_fifo()?;
-    let devs: Vec<Arc<DevShared>> = p
-        .devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| DevShared::open(d, &format!("devices[{i}]")).map(Arc::new))
-        .collect::<Result<_, _>>()?;
+    let devs = super::open_devices(p)?;
     let recs: Vec<Arc<Mutex<TaskRec>>> = p.tasks.iter().map(|_| Arc::default()).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let n = p.tasks.len();
@@ -172,23 +167,7 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         }
         return Err(e);
     }
-    for (i, d) in p.devices.iter().enumerate() {
-        threads.push(devices::start_generator(
-            i,
-            d,
-            &devs[i],
-            p.seed,
-            t0,
-            p.gen_cpu,
-            stop.clone(),
-        )?);
-    }
-    let interrupted = super::wait_for(t0 + p.duration);
-    let t_end = sys::now();
-    stop.store(true, Ordering::SeqCst);
-    for t in threads {
-        let _ = t.join();
-    }
+    let (interrupted, t_end) = super::feed(p, &devs, t0, &stop, threads)?;
     // CPU share per VCPU: its threads' CPU time over the run.
     let run = t_end.saturating_sub(t0).0.max(1) as f64;
     let linux_shares = p

@@ -25,8 +25,9 @@ pub mod plan;
 mod program;
 mod quest;
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use irqlab_core::{LatencyRecorder, Nanos};
 use irqlab_model::model::PathKind;
@@ -160,6 +161,44 @@ pub(crate) fn wait_for(t: Nanos) -> bool {
         std::thread::sleep(std::time::Duration::from_nanos(left.min(10_000_000)));
     }
     stop.load(Ordering::SeqCst)
+}
+
+/// Open every device's descriptor.
+pub(crate) fn open_devices(p: &Plan) -> Result<Vec<Arc<devices::DevShared>>, RtError> {
+    p.devices
+        .iter()
+        .enumerate()
+        .map(|(i, d)| devices::DevShared::open(d, &format!("devices[{i}]")).map(Arc::new))
+        .collect()
+}
+
+/// Start the generators, run until the end or a stop signal, then stop and
+/// join every helper thread (`threads` too, also when a generator fails to
+/// start); returns whether a signal stopped the run, and its end.
+pub(crate) fn feed(
+    p: &Plan,
+    devs: &[Arc<devices::DevShared>],
+    t0: Nanos,
+    stop: &Arc<AtomicBool>,
+    mut threads: Vec<JoinHandle<()>>,
+) -> Result<(bool, Nanos), RtError> {
+    let mut started = Ok(());
+    for (i, d) in p.devices.iter().enumerate() {
+        match devices::start_generator(i, d, &devs[i], p.seed, t0, p.gen_cpu, stop.clone()) {
+            Ok(h) => threads.push(h),
+            Err(e) => {
+                started = Err(e);
+                break;
+            }
+        }
+    }
+    let interrupted = started.is_ok() && wait_for(t0 + p.duration);
+    let t_end = sys::now();
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    started.map(|_| (interrupted, t_end))
 }
 
 /// Load, check and lower a model without running anything (`irqlab run

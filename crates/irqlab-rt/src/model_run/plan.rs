@@ -424,7 +424,15 @@ pub fn lower(
                 f("ring")
             ));
         }
-        let bytes = d.packet.map_or(64, |s| s.0).clamp(8, 65_507) as usize;
+        let bytes = d.packet.map_or(64, |s| s.0);
+        if bytes > 65_507 {
+            return Err(refuse(
+                f("packet"),
+                format!("{bytes}B"),
+                "a UDP datagram on loopback carries at most 65507 bytes",
+            ));
+        }
+        let bytes = bytes as usize;
         devices.push(DevPlan {
             name: d.name.clone(),
             kind,

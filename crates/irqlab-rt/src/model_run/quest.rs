@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 use irqlab_core::{Nanos, ServerPriority};
 use irqlab_model::model::PathKind;
 
-use super::devices::{self, DevShared};
+use super::devices::DevShared;
 use super::plan::{Plan, VcpuPolicy};
 use super::program::{self, Exec, TaskRec};
 use super::Outcome;
@@ -117,12 +117,7 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         })
     };
     // Devices and tasks.
-    let devs: Vec<Arc<DevShared>> = p
-        .devices
-        .iter()
-        .enumerate()
-        .map(|(i, d)| DevShared::open(d, &format!("devices[{i}]")).map(Arc::new))
-        .collect::<Result<_, _>>()?;
+    let devs = super::open_devices(p)?;
     let recs: Vec<Arc<Mutex<TaskRec>>> = p.tasks.iter().map(|_| Arc::default()).collect();
     let mut handles: Vec<TaskHandle> = Vec::new();
     for (i, t) in p.tasks.iter().enumerate() {
@@ -279,23 +274,7 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     for (fds, bh, cpu) in forwarders {
         threads.push(forwarder(fds, bh, rt.handle(), cpu, stop.clone())?);
     }
-    for (i, d) in p.devices.iter().enumerate() {
-        threads.push(devices::start_generator(
-            i,
-            d,
-            &devs[i],
-            p.seed,
-            t0,
-            p.gen_cpu,
-            stop.clone(),
-        )?);
-    }
-    let interrupted = super::wait_for(t0 + p.duration);
-    let t_end = sys::now();
-    stop.store(true, Ordering::SeqCst);
-    for t in threads {
-        let _ = t.join();
-    }
+    let (interrupted, t_end) = super::feed(p, &devs, t0, &stop, threads)?;
     let report = rt.stop();
     Ok(Outcome {
         t0,
