@@ -1,5 +1,5 @@
 """Bound | simulation | real run of one system model, side by side
-(``irqlab compare``; DESIGN §10; docs/runtime.md, "Comparing").
+(``irqlab compare``; DESIGN §10; docs/runtime.md, "irqlab compare MODEL.yaml").
 
 :func:`compare` analyzes the model (``irqlab.analysis.model_bounds``),
 simulates it (``irqlab.sim.simulate``, the same duration and seed) and runs

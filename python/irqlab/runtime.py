@@ -4,7 +4,7 @@
 A thin layer over ``irqlab._native.rt`` (the runtime itself is Rust):
 :func:`run_model` runs a system model -- the file ``irqlab analyze`` and
 ``irqlab simulate`` take -- and returns its result (the simulator's metric
-names: docs/runtime.md, "Running a model"); :func:`run` runs a runtime
+names: docs/runtime.md, "irqlab run MODEL.yaml"); :func:`run` runs a runtime
 scenario (the lower-level format with upcalls and kernel upcalls) and
 returns the parsed report, the cyclictest-style summary and the histogram
 file. :func:`is_model` tells the two apart (a model has ``machine:``).

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--duration: {e}") from None
     if _is_model(args.scenario):
         return run_model(args, duration)
+    if args.seed is not None:
+        raise ValueError(f"--seed: {args.seed}: a runtime scenario has no seed (a model does)")
     if args.check:
         try:
             path = runtime.check(args.scenario)

@@ -1,6 +1,6 @@
 //! Lowering a validated system model (`irqlab_model::Model`) to what runs on
 //! real threads, and refusing what cannot run for real with the field, the
-//! value and the reason (docs/runtime.md, "Running a model").
+//! value and the reason (docs/runtime.md, "irqlab run MODEL.yaml").
 //!
 //! Design principles: the model is loaded and validated by `irqlab_model`
 //! alone (one loader, one set of messages); this module adds only the
