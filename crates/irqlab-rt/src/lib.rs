@@ -109,6 +109,10 @@ pub struct Config {
     /// What a periodic task does after a stall that made releases pass
     /// (default for `spawn_periodic`; `spawn_periodic_with` overrides).
     pub catch_up: CatchUp,
+    /// Raw dispatch latencies (the first this many of each event path) in
+    /// the report's `dispatch_samples_ns`, for replay through the
+    /// Latencies IP; 0 (default) keeps the report small.
+    pub report_samples: usize,
 }
 
 /// What a periodic task does with releases whose deadline has already
@@ -152,6 +156,7 @@ impl Default for Config {
             stop_timeout: Nanos::from_ms(500),
             probe: Some(ProbeConfig::default()),
             catch_up: CatchUp::RunLate,
+            report_samples: 0,
         }
     }
 }
@@ -271,6 +276,9 @@ pub(crate) struct CpuState {
     pub prio_changes: u64,
     pub throttles: u64,
     pub errors: u64,
+    /// The supervisor thread's own CPU time, read when it exits (the
+    /// scheduling overhead of QUEST-VCPU Figure 7, measured).
+    pub supervisor_cpu: Nanos,
 }
 
 pub(crate) struct CpuShared {
@@ -442,6 +450,7 @@ impl Runtime {
                     prio_changes: 0,
                     throttles: 0,
                     errors: 0,
+                    supervisor_cpu: Nanos::ZERO,
                 }),
                 probe: Mutex::new(probe::ProbeState::new(cfg.probe.unwrap_or_default())),
             }));

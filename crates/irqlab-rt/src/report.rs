@@ -124,6 +124,10 @@ pub struct EventReport {
     pub closed: Vec<String>,
     /// Arrival (top half) to handler start.
     pub dispatch: Latency,
+    /// The first `Config::report_samples` dispatch latencies, in order
+    /// (empty unless asked for).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dispatch_samples_ns: Vec<u64>,
     /// Arrival to handler end.
     pub handling: Latency,
 }
@@ -139,6 +143,9 @@ pub struct SupervisorReport {
     pub timer_latency: Latency,
     /// The platform-latency probe of this CPU, if it ran.
     pub probe: Option<ProbeReport>,
+    /// The supervisor thread's CPU time over the run (its scheduling
+    /// overhead; QUEST-VCPU Figure 7 measured).
+    pub cpu_time_ns: u64,
 }
 
 /// What a CPU's platform probe saw (`probe`).
@@ -195,6 +202,7 @@ impl Report {
     pub(crate) fn collect(shared: &Shared, t_end: Nanos) -> Report {
         let t0 = Nanos(shared.t0.load(Ordering::SeqCst));
         let dur = t_end.saturating_sub(t0);
+        let keep = shared.cfg.report_samples;
         let mut r = Report {
             mode: shared.mode,
             duration_ns: dur.0,
@@ -317,6 +325,7 @@ impl Report {
                     kernel_drops: n.drops,
                     closed: n.closed,
                     dispatch: Latency::of(&c.dispatch),
+                    dispatch_samples_ns: first(&c.dispatch, keep),
                     handling: Latency::of(&c.handling),
                 });
             }
@@ -328,6 +337,7 @@ impl Report {
                 errors: st.errors,
                 timer_latency: Latency::of(&st.timer_latency),
                 probe: probe.as_ref().map(|(p, _)| p.clone()),
+                cpu_time_ns: st.supervisor_cpu.0,
             });
         }
         for u in shared
@@ -354,6 +364,7 @@ impl Report {
                 kernel_drops: n.drops,
                 closed: n.closed,
                 dispatch: Latency::of(&u.dispatch),
+                dispatch_samples_ns: first(&u.dispatch, keep),
                 handling: Latency::of(&u.handling),
             });
         }
@@ -370,6 +381,11 @@ impl Report {
     pub fn server(&self, name: &str) -> Option<&ServerReport> {
         self.servers.iter().find(|s| s.name == name)
     }
+}
+
+/// The first `n` samples a recorder kept.
+fn first(r: &LatencyRecorder, n: usize) -> Vec<u64> {
+    r.samples().iter().take(n).map(|s| s.0).collect()
 }
 
 /// Latencies above this go to the overflow count of the histogram file.

@@ -54,6 +54,10 @@ struct RuntimeSpec {
     /// Default catch-up policy of periodic tasks (`run_late` or `skip`).
     #[serde(default)]
     catch_up: crate::CatchUp,
+    /// Put the first N raw dispatch latencies of each event path in the
+    /// report (`dispatch_samples_ns`), at most the recorder's capacity.
+    #[serde(default)]
+    report_samples: usize,
 }
 
 #[derive(Debug, Deserialize)]
@@ -276,6 +280,14 @@ pub fn prepare(name: &str, text: &str, duration: Option<Nanos>) -> Result<Prepar
     cfg.backend = sc.runtime.backend;
     cfg.require_fifo = sc.runtime.require_fifo;
     cfg.catch_up = sc.runtime.catch_up;
+    if sc.runtime.report_samples > crate::SAMPLES {
+        return Err(RtError::config(
+            "runtime.report_samples",
+            sc.runtime.report_samples,
+            format!("at most {} (the recorder's capacity)", crate::SAMPLES),
+        ));
+    }
+    cfg.report_samples = sc.runtime.report_samples;
     let gen_cpu = sc
         .runtime
         .generator_cpu

@@ -193,8 +193,10 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
             break;
         }
     }
+    let mut st = cpu.lock();
+    st.supervisor_cpu = sys::own_cpu_time();
     // A last pass may have parked a thread after `stop` unparked it.
-    for t in &cpu.lock().threads {
+    for t in &st.threads {
         t.sh.park.unpark();
     }
 }

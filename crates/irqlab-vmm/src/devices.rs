@@ -364,6 +364,10 @@ pub struct DeviceReport {
     pub to_inject: irqlab_rt::report::Latency,
     /// Arrival to guest ISR entry.
     pub to_isr: irqlab_rt::report::Latency,
+    /// The first 1024 arrival-to-ISR-entry latencies in order (replayed
+    /// through the Latencies IP by `irqlab reproduce latency-ip-table4`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub to_isr_samples_ns: Vec<u64>,
     /// Arrival to guest DSR start.
     pub to_dsr_start: irqlab_rt::report::Latency,
     /// Arrival to guest DSR end (VINT Def. 2's handling time, measured from
@@ -405,6 +409,7 @@ impl DeviceReport {
             inject_errors: st.inject_errors,
             to_inject: l(0),
             to_isr: l(1),
+            to_isr_samples_ns: rec[1].samples().iter().map(|s| s.0).collect(),
             to_dsr_start: l(2),
             to_dsr_end: l(3),
             to_done: l(4),
