@@ -25,10 +25,13 @@ from pathlib import Path
 
 from irqlab import plots, runtime
 from irqlab.experiments import Result
-from irqlab.experiments._measured import band_check, skipped, with_falsifiers
+from irqlab.experiments._measured import band_check, skipped
 
 NAME = "quest-overhead-real"
 TITLE = "QUEST-VCPU Figure 7 measured: supervisor CPU time, 24 Main VCPUs on real threads"
+# Measured on this machine: its claims and falsifiers are reported, not asserted
+# by the test suite (timing is the machine's).
+MEASURED = True
 
 PAPER_24_1MS = 0.3  # % (QUEST-VCPU abstract and §5)
 UNITS_US = (100, 200, 500, 1000)
@@ -113,4 +116,4 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     rows.append(f"paper (QUEST-VCPU §5): about {PAPER_24_1MS} % for 24 VCPUs at 1 ms units; "
                 f"runtime mode: {points[(24, 1000)]['mode']}")
     data = {"points": [points[k] for k in sorted(points)], "repeats": [*again.values(), again_4]}
-    return Result(NAME, checks, with_falsifiers("\n".join(rows), checks), [str(png)], data)
+    return Result(NAME, checks, "\n".join(rows), [str(png)], data)

@@ -10,10 +10,12 @@ NET_RX softirq, UPCALL §3.2 on a stock kernel); without BPF privilege the
 user-level ``irqlab-upcall`` (the runtime's top half) stands in, and the JSON
 says which. Claims (UPCALL §4): SIGIO's and AIO's round trip, jitter and
 bandwidth degrade with each CPU-bound process because their handlers wait
-for the scheduler, the upcall's hardly at all, and the upcall's bandwidth is
-the highest under load. The paper's server was SCHED_OTHER; the falsifier is
-the same measurement with a SCHED_FIFO server, which the CPU-bound processes
-can no longer delay, so the degradation must disappear.
+for the scheduler, the upcall's hardly at all. The paper's server was
+SCHED_OTHER; the falsifier is the same measurement with a SCHED_FIFO server,
+which the CPU-bound processes can no longer delay, so the degradation must
+disappear. (The paper also finds the upcall's bandwidth the highest; so it is
+here, in the table, but a SCHED_FIFO server does not remove that lead -- the
+signal paths still cross into user space -- so it is shown, not checked.)
 
 Runs 2 s per point (quick: 0.5 s, 0 and 4 processes only): about 70 s, plus
 the first build of bench/dispatch (cargo). Root only (network namespace,
@@ -31,10 +33,13 @@ from typing import Any
 
 from irqlab import plots
 from irqlab.experiments import Result
-from irqlab.experiments._measured import band_check, skipped, with_falsifiers
+from irqlab.experiments._measured import band_check, skipped
 
 NAME = "upcall-dispatch"
 TITLE = "UPCALL Figures 4-6 measured: UDP echo bandwidth, RTT and jitter, upcall vs SIGIO vs AIO"
+# Measured on this machine: its claims and falsifiers are reported, not asserted
+# by the test suite (timing is the machine's).
+MEASURED = True
 
 REPO = Path(__file__).resolve().parents[3]
 PROJECT = REPO / "bench" / "dispatch"
@@ -127,7 +132,7 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     table = format_table(rtt, jit, bw)
     data: dict[str, Any] = {"upcall_mechanism": upcall, "duration_s": duration, "errors": errors,
                             "rtt_mean_us": rtt, "rtt_std_us": jit, "bandwidth_mb_per_s": bw}
-    return Result(NAME, checks, with_falsifiers(table, checks),
+    return Result(NAME, checks, table,
                   [str(out_dir / "dispatch.jsonl"), *files], data)
 
 
@@ -138,9 +143,6 @@ def claims(rtt: dict, jit: dict, bw: dict, upcall: str, hi: int) -> list:
     def worst_over_upcall(c: dict[str, dict[int, float]], inverse: bool) -> float:
         g_up = growth(c, upcall, 0, hi, inverse)
         return min(growth(c, m, 0, hi, inverse) for m in SIGNALS) / g_up
-
-    def bw_lead(c: dict[str, dict[int, float]]) -> float:
-        return c[upcall][hi] / max(c[m][hi] for m in SIGNALS)
 
     fifo = f"SCHED_FIFO server ({hi} processes cannot delay it)"
     return [
@@ -156,10 +158,6 @@ def claims(rtt: dict, jit: dict, bw: dict, upcall: str, hi: int) -> list:
                    f"upcall's hardly (least signal drop 0->{hi} / upcall drop)",
                    "drops vs flat", worst_over_upcall(bw["other"], True), 1.5, 1e4,
                    fifo, worst_over_upcall(bw["fifo"], True), digits=2),
-        band_check(f"Fig. 4: the upcall has the highest bandwidth under load "
-                   f"(upcall / best signal mechanism, {hi} processes)",
-                   "highest", bw_lead(bw["other"]), 1.2, 1e4,
-                   fifo, bw_lead(bw["fifo"]), digits=2),
     ]
 
 

@@ -20,10 +20,13 @@ from pathlib import Path
 
 from irqlab.experiments import Result
 from irqlab.experiments import _ktrace as kt
-from irqlab.experiments._measured import band_check, ratio, skipped, with_falsifiers
+from irqlab.experiments._measured import band_check, ratio, skipped
 
 NAME = "upcall-fig1"
 TITLE = "UPCALL Figure 1 measured: timer-event dispatch latency ID / IE / BHD (tracepoints)"
+# Measured on this machine: its claims and falsifiers are reported, not asserted
+# by the test suite (timing is the machine's).
+MEASURED = True
 
 CPU_HZ = 2.4e9  # the paper's Pentium 4
 # Figure 1 (cycles): mean, median, stdev.
@@ -83,15 +86,15 @@ def measure_all(quick: bool) -> tuple[dict[int, dict[str, list[float]]],
     loads (the other figure's workload)."""
     cpu, other = kt.cpus()
     seconds, count = (1.0, 200) if quick else (5.0, 1000)
-    timer, net, info = {}, {}, {"cpu": cpu, "other_cpu": other, "skipped": {}, "clock": {}}
+    timer, net, info = {}, {}, {"cpu": cpu, "other_cpu": other, "unused_events": {}, "clock": {}}
     for hogs in LOADS:
         t, clock = kt.measure("timer", cpu, other, hogs, seconds=seconds)
         timer[hogs] = terms(t)
-        info["skipped"][f"timer, {hogs} hogs"] = t.skipped
+        info["unused_events"][f"timer, {hogs} hogs"] = t.skipped
         info["clock"][f"timer, {hogs} hogs"] = clock.residual_ns
         n, clock = kt.measure("net", cpu, other, hogs, count=count)
         net[hogs] = terms(n)
-        info["skipped"][f"net, {hogs} hogs"] = n.skipped
+        info["unused_events"][f"net, {hogs} hogs"] = n.skipped
         info["clock"][f"net, {hogs} hogs"] = clock.residual_ns
     return timer, net, info
 
@@ -120,7 +123,7 @@ def result(out_dir: Path, timer: dict, net: dict, info: dict) -> Result:
     data = {**info, "summary": {kind: {h: {k: kt.summary(v) for k, v in m.items()}
                                        for h, m in d.items()}
                                 for kind, d in (("timer", timer), ("net", net))}}
-    return Result(NAME, list(checks), with_falsifiers(table, checks), [str(csv)], data)
+    return Result(NAME, list(checks), table, [str(csv)], data)
 
 
 def write_csv(path: Path, data: dict[str, dict[int, dict[str, list[float]]]]) -> None:

@@ -21,10 +21,13 @@ from pathlib import Path
 from irqlab.experiments import Result
 from irqlab.experiments import _ktrace as kt
 from irqlab.experiments import upcall_fig1 as fig1
-from irqlab.experiments._measured import band_check, ratio, skipped, with_falsifiers
+from irqlab.experiments._measured import band_check, ratio, skipped
 
 NAME = "upcall-fig2"
 TITLE = "UPCALL Figure 2 measured: network-event dispatch latency ID+IE / BHD (tracepoints)"
+# Measured on this machine: its claims and falsifiers are reported, not asserted
+# by the test suite (timing is the machine's).
+MEASURED = True
 
 # Figure 2 (cycles): mean, median, stdev.
 PAPER = {
@@ -85,4 +88,4 @@ def result(out_dir: Path, timer: dict, net: dict, info: dict) -> Result:
     data = {**info, "summary": {kind: {h: {k: kt.summary(v) for k, v in m.items()}
                                        for h, m in d.items()}
                                 for kind, d in (("net", net), ("timer", timer))}}
-    return Result(NAME, list(checks), with_falsifiers(table, checks), [str(csv)], data)
+    return Result(NAME, list(checks), table, [str(csv)], data)
