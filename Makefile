@@ -18,7 +18,7 @@ APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpf
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: all setup apt venv develop demo test test-rust test-python lint bench clean guest fuzz fuzz-smoke
+.PHONY: all setup apt venv develop demo test test-rust test-python lint bench clean guest fuzz fuzz-smoke dispatch
 
 all: setup
 
@@ -44,7 +44,12 @@ venv: $(VENV)/.deps
 develop: venv
 	$(VENV)/bin/maturin develop --release -q
 
-setup: apt develop
+# bench/dispatch (UPCALL Figures 4-6, `irqlab reproduce upcall-dispatch`) is a
+# standalone cargo project; built here so that a fresh machine has it.
+dispatch:
+	$(CARGO) build --release -q --manifest-path bench/dispatch/Cargo.toml
+
+setup: apt develop dispatch
 
 ## ---- the two commands -----------------------------------------------------
 

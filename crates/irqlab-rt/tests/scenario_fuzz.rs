@@ -44,6 +44,11 @@ fn refusals_name_field_value_and_rule() {
             "runtime: {duration: 2s, cpus: [4096]}",
             "cpus = 4096",
         ),
+        (
+            "runtime: {duration: 2s}",
+            "runtime: {duration: 2s, report_samples: 100000000}",
+            "runtime.report_samples = 100000000",
+        ),
     ];
     for (from, to, needle) in cases {
         assert!(SHIPPED.contains(from), "{from}");

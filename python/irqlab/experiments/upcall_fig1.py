@@ -113,8 +113,9 @@ def result(out_dir: Path, timer: dict, net: dict, info: dict) -> Result:
     checks = [
         band_check("timer: the bottom half starts a small fraction of ID+IE after the "
                    "handler exits (mean BHD / mean (ID+IE), idle)",
-                   round(p_frac, 3), bhd_fraction(idle_t), 0.0, 0.25,
-                   "network events (Fig. 2: BHD > ID+IE)", bhd_fraction(idle_n)),
+                   round(p_frac, 3), bhd_fraction(idle_t), 0.0, 0.1,
+                   "network events (Fig. 2: BHD > ID+IE)", bhd_fraction(idle_n),
+                   note="'much smaller' read as at least ten times smaller (the paper: 56 times)"),
     ]
     table = stats_table("UPCALL Figure 1, timer events: paper (cycles) | this machine (us)",
                         PAPER, timer, ["ID", "IE", "BHD", "delta_e"])
