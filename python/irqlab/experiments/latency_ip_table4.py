@@ -23,8 +23,8 @@ bench); the IP's
 recorder's samples quantized to the IP's 10 ns cycle, and the Table 4 report
 is built from the IP's RAM. Claims (LATENCY-IP Table 4): a hypervisor adds
 latency (Xen / standalone A53 = 3.6, Jailhouse 3.3, OpenAMP / R5 3.0) and
-CPU stress leaves the average nearly unchanged (Xen 0.999, Jailhouse 0.997);
-each is the other's falsifier. About 3 minutes on a loaded 2-core machine,
+CPU stress leaves the hypervisor's average nearly unchanged (Xen stress / Xen
+0.999, Jailhouse 0.997); each is the other's falsifier. About 3 minutes on a loaded 2-core machine,
 most of it GHDL simulating some 10^7 cycles (quick: about a minute); root
 only, skipped with the reason otherwise.
 """
@@ -44,7 +44,7 @@ import numpy as np
 from irqlab import runtime, vmm
 from irqlab.experiments import Result
 from irqlab.experiments import _ktrace as kt
-from irqlab.experiments._measured import band_check, skipped
+from irqlab.experiments._measured import band_check, ratio, skipped
 from irqlab.measure import readers, report, stats, table4
 
 NAME = "latency-ip-table4"
@@ -186,10 +186,16 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
         return skipped(NAME, "needs root (SCHED_FIFO for the runtime, /dev/kvm)")
     if shutil.which("ghdl") is None or not (HDL / "tests" / "latency_ip_tb.py").exists():
         return skipped(NAME, "GHDL or hdl/latency_ip (a repository checkout) is missing")
-    notes = []
+    notes: list[str] = []
     try:
-        sets = capture_host(out_dir, stress=False)
-        sets.update(capture_host(out_dir, stress=True))
+        sets: dict[str, list[int]] = {}
+        for stress in (False, True):
+            got = capture_host(out_dir, stress)
+            short = {k: len(v) for k, v in got.items() if len(v) < N}
+            if short:  # another SCHED_FIFO user of the CPU, say: once more
+                notes.append(f"host capture repeated, too few samples the first time: {short}")
+                got = capture_host(out_dir, stress)
+            sets.update(got)
     except runtime.RuntimeUnavailable as e:
         return skipped(NAME, f"the runtime cannot run here: {e}")
     why = vmm.kvm_unavailable()
@@ -218,19 +224,20 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     st = {name: s for name, s in rep.rows}
     checks = []
     if KVM in st:
-        hyp = st[KVM].average / st[HOST].average
-        stress = st[HOST_STRESS].average / st[HOST].average
+        hyp = ratio(st[KVM].average, st[HOST].average)
+        stress = ratio(st[KVM_STRESS].average, st[KVM].average)
         paper_hyp = round(table4.row("Xen").avg / table4.row("Standalone A53").avg, 2)
         paper_stress = round(table4.row("Xen stress").avg / table4.row("Xen").avg, 3)
         checks = [
             # lower side: the paper's smallest hypervisor/standalone ratio
             # (OpenAMP / R5 = 2.99) less a margin; upper: nested KVM here
             band_check("a hypervisor adds latency: average, KVM guest ISR / host UDP upcall",
-                       paper_hyp, hyp, 2.5, 100.0, "host stress / host idle (no hypervisor)",
-                       stress, digits=2),
-            band_check("CPU stress leaves the average nearly unchanged: host stress / idle",
-                       paper_stress, stress, 0.8, 1.25, "KVM guest / host (a hypervisor added)",
-                       hyp, digits=3),
+                       paper_hyp, hyp, 2.5, 100.0,
+                       "KVM stress / KVM idle (stress added, no hypervisor)", stress, digits=2),
+            band_check("CPU stress leaves the hypervisor's average nearly unchanged: "
+                       "KVM stress / KVM idle", paper_stress, stress, 0.8, 1.25,
+                       "KVM idle / host UDP upcall (a hypervisor added, no stress)", hyp,
+                       digits=3),
         ]
     else:
         notes.append("checks need the hypervisor rows")
