@@ -37,9 +37,11 @@ tracefs, a missing tracepoint) is returned as text, never swallowed.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import os
 import re
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -346,8 +348,8 @@ def trace_instance(events: list[str], filters: dict[str, str] | None = None,
 
 
 def read_trace(inst: Path) -> tuple[str, Clock | None]:
-    """The instance's text trace (tracing stopped first) and, for a
-    millisecond-agnostic ``mono`` clock, the identity clock (None: fit it)."""
+    """The instance's text trace (tracing stopped first) and its clock: the
+    identity for ``mono`` (already ns), None for TSC cycles (fit them)."""
     (inst / "tracing_on").write_text("0")
     clock = (inst / "trace_clock").read_text()
     return (inst / "trace").read_text(), (IDENTITY if "[mono]" in clock else None)
@@ -403,6 +405,9 @@ _CLONE_NEWNET = 0x40000000
 _MS_REC = 0x4000
 _MS_PRIVATE = 1 << 18
 _MNT_DETACH = 2
+_SIOCGIFFLAGS = 0x8913
+_SIOCSIFFLAGS = 0x8914
+_IFF_UP = 0x1
 
 
 def _private_loopback(cpu: int) -> None:
@@ -419,10 +424,11 @@ def _private_loopback(cpu: int) -> None:
     check("make / private", libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
     libc.umount2(b"/sys", _MNT_DETACH)
     check("mount sysfs", libc.mount(b"sysfs", b"/sys", b"sysfs", 0, None))
-    r = subprocess.run(["ip", "link", "set", "lo", "up"], capture_output=True, text=True,
-                       check=False)
-    if r.returncode != 0:
-        raise OSError(f"ip link set lo up: {r.stderr.strip()}")
+    # lo up: SIOCGIFFLAGS / SIOCSIFFLAGS on a struct ifreq (name, then flags)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        req = struct.pack("16sh22x", b"lo", 0)
+        flags = struct.unpack("16sh22x", fcntl.ioctl(s, _SIOCGIFFLAGS, req))[1]
+        fcntl.ioctl(s, _SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags | _IFF_UP))
     Path("/sys/class/net/lo/queues/rx-0/rps_cpus").write_text(f"{1 << cpu:x}")
 
 
