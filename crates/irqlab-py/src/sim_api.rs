@@ -1,6 +1,8 @@
 //! `irqlab._native.sim`: run the simulator on a configuration given as
-//! JSON text (the resolved `SimConfig`). Returns the metrics and the
-//! Perfetto trace as JSON text; configuration errors raise `ValueError`
+//! JSON text (the resolved `SimConfig`). Returns the metrics as Python
+//! objects (no JSON text in between), the trace as JSON text or streamed
+//! to a file (JSON or Perfetto protobuf), and the optional per-job and
+//! per-request records as byte columns for NumPy; configuration errors raise `ValueError`
 //! naming the field path, the value and the rule (a type error reads
 //! `trace: expected an object ...`, never a bare serde struct name). The
 //! simulation runs in slices of simulated time (`Simulation::run_until`;
@@ -9,9 +11,15 @@
 
 use std::time::{Duration, Instant};
 
-use irqlab_sim::{SimConfig, Simulation};
-use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::PathBuf;
+
+use irqlab_sim::{Records, SimConfig, Simulation, TraceFormat};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString};
+use serde_json::Value;
 
 /// Parse a `SimConfig`, naming the field path of the first error.
 pub fn parse_config(config_json: &str) -> PyResult<SimConfig> {
@@ -39,20 +47,33 @@ fn readable(msg: &str) -> String {
 /// cost nothing.
 const SLICE_TARGET: Duration = Duration::from_millis(100);
 
+/// `(metrics, trace_json, resolved_config_json, interrupted, records)`.
+type RunResult<'py> = (Bound<'py, PyAny>, String, String, bool, Bound<'py, PyDict>);
+
 /// Simulate `config_json` in slices of simulated time, releasing the GIL
 /// during each slice and checking for signals (Ctrl-C) between slices;
 /// `progress(now_ns, duration_ns)` is called between slices. Returns
-/// `(metrics_json, trace_json, resolved_config_json, interrupted)`: on
-/// Ctrl-C the run ends at the time reached (metrics marked `partial`) and
-/// `interrupted` is true. The resolved configuration has every default
-/// filled in.
+/// `(metrics, trace_json, resolved_config_json, interrupted, records)`:
+/// `metrics` is the `metrics.json` content as Python objects (built here,
+/// no JSON text in between); `trace_json` is the trace as JSON text, or ""
+/// when it was written to `trace_path` (streamed from the compact records,
+/// in `trace_format` "json" or "perfetto"); `records` holds the per-job
+/// and per-request columns (`records` in the configuration) as
+/// little-endian bytes for `numpy.frombuffer`. On Ctrl-C the run ends at
+/// the time reached (metrics marked `partial`) and `interrupted` is true.
+/// The resolved configuration has every default filled in.
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None))]
-fn run(
-    py: Python<'_>,
+#[pyo3(signature = (config_json, progress=None, trace_path=None, trace_format="json"))]
+fn run<'py>(
+    py: Python<'py>,
     config_json: &str,
-    progress: Option<Bound<'_, PyAny>>,
-) -> PyResult<(String, String, String, bool)> {
+    progress: Option<Bound<'py, PyAny>>,
+    trace_path: Option<PathBuf>,
+    trace_format: &str,
+) -> PyResult<RunResult<'py>> {
+    let format: TraceFormat = trace_format
+        .parse()
+        .map_err(|e: String| PyValueError::new_err(format!("trace_format: {e}")))?;
     let cfg = parse_config(config_json)?;
     let resolved = serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let duration = cfg.duration;
@@ -83,17 +104,102 @@ fn run(
             Err(e) => return Err(e),
         }
     }
+    let records = sim.take_records();
     let (m, t) = py.detach(|| {
         crate::guard("simulate", || {
-            let (m, trace) = sim.finish().map_err(err)?;
-            let js = |e: serde_json::Error| PyValueError::new_err(e.to_string());
-            Ok((
-                serde_json::to_string(&m).map_err(js)?,
-                serde_json::to_string(&trace).map_err(js)?,
-            ))
+            let (m, mut trace) = sim.finish().map_err(err)?;
+            let m = serde_json::to_value(&m).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            let text = match &trace_path {
+                Some(p) => {
+                    let io = |e: std::io::Error| {
+                        PyOSError::new_err(format!("trace file {}: {e}", p.display()))
+                    };
+                    let mut w = BufWriter::new(File::create(p).map_err(io)?);
+                    trace.write(&mut w, format).map_err(io)?;
+                    String::new()
+                }
+                None => trace.to_json_string(),
+            };
+            Ok((m, text))
         })
     })?;
-    Ok((m, t, resolved, interrupted))
+    let metrics = to_py(py, &m)?;
+    Ok((
+        metrics,
+        t,
+        resolved,
+        interrupted,
+        records_to_py(py, &records)?,
+    ))
+}
+
+/// A JSON value as the Python object `json.loads` would give.
+fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match v {
+        Value::Null => py.None().into_bound(py),
+        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                u.into_pyobject(py)?.into_any()
+            } else if let Some(i) = n.as_i64() {
+                i.into_pyobject(py)?.into_any()
+            } else {
+                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::String(s) => PyString::new(py, s).into_any(),
+        Value::Array(a) => {
+            let items = a
+                .iter()
+                .map(|x| to_py(py, x))
+                .collect::<PyResult<Vec<_>>>()?;
+            PyList::new(py, items)?.into_any()
+        }
+        Value::Object(o) => {
+            let d = PyDict::new(py);
+            for (k, x) in o {
+                d.set_item(k, to_py(py, x)?)?;
+            }
+            d.into_any()
+        }
+    })
+}
+
+/// Little-endian bytes of a column (for `numpy.frombuffer`).
+fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+    v.iter().flat_map(|&x| f(x)).collect()
+}
+
+/// `{"jobs": {column: bytes}, "requests": {column: bytes}}`.
+fn records_to_py<'py>(py: Python<'py>, r: &Records) -> PyResult<Bound<'py, PyDict>> {
+    let jobs = PyDict::new(py);
+    jobs.set_item("task", PyBytes::new(py, &le(&r.job_task, u32::to_le_bytes)))?;
+    jobs.set_item(
+        "release_ns",
+        PyBytes::new(py, &le(&r.job_release, u64::to_le_bytes)),
+    )?;
+    jobs.set_item(
+        "completion_ns",
+        PyBytes::new(py, &le(&r.job_completion, u64::to_le_bytes)),
+    )?;
+    jobs.set_item("late", PyBytes::new(py, &r.job_late))?;
+    let reqs = PyDict::new(py);
+    reqs.set_item(
+        "device",
+        PyBytes::new(py, &le(&r.req_device, u32::to_le_bytes)),
+    )?;
+    reqs.set_item(
+        "start_ns",
+        PyBytes::new(py, &le(&r.req_start, u64::to_le_bytes)),
+    )?;
+    reqs.set_item(
+        "end_ns",
+        PyBytes::new(py, &le(&r.req_end, u64::to_le_bytes)),
+    )?;
+    let out = PyDict::new(py);
+    out.set_item("jobs", jobs)?;
+    out.set_item("requests", reqs)?;
+    Ok(out)
 }
 
 /// The JSON Schema of `metrics.json` (JSON text).

@@ -17,6 +17,7 @@ use crate::metrics::{
 };
 use crate::paths::hypervisor::CDF_BOUNDS;
 use crate::supply::{Replenish, VcpuSupply};
+use crate::trace::Trace;
 
 pub(crate) struct ServerInfo {
     pub(crate) name: String,
@@ -157,7 +158,7 @@ impl Simulation {
         }
     }
 
-    pub(crate) fn collect_metrics(self) -> (Metrics, serde_json::Value) {
+    pub(crate) fn collect_metrics(self) -> (Metrics, Trace) {
         let dur = self.cfg.duration;
         let w = self.cfg.window;
         let cpus = self
@@ -291,6 +292,7 @@ impl Simulation {
             seed: self.cfg.seed,
             path: path.to_owned(),
             window_ns: w,
+            window_requested_ns: self.requested_window,
             events: self.processed,
             partial: self.partial,
             trace_truncated: self.trace.truncated,
@@ -300,7 +302,21 @@ impl Simulation {
             devices,
             virqs,
         };
-        (m, self.trace.to_json())
+        (m, self.trace)
+    }
+
+    /// Give back the memory of windows cut by `truncate_windows`.
+    pub(crate) fn shrink_windows(&mut self) {
+        for c in &mut self.cpus {
+            c.calls_windows.shrink_to_fit();
+            c.ops_windows.shrink_to_fit();
+        }
+        for s in &mut self.servers {
+            s.windows.shrink_to_fit();
+        }
+        for d in &mut self.devices {
+            d.bytes_windows.shrink_to_fit();
+        }
     }
 
     /// Keep the first `n` metric windows (a run stopped early).

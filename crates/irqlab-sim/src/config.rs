@@ -560,6 +560,21 @@ pub struct SimConfig {
     /// the first this many jobs; `completed` counts them all).
     #[serde(default = "default_max_completions")]
     pub max_completions: usize,
+    /// Values kept in all the per-window series together (every server's
+    /// CPU share, every device's throughput, every CPU's overhead). A run
+    /// with more windows than fit gets wider windows -- the smallest
+    /// multiple of `window` that fits -- so memory does not grow with
+    /// simulated time; the metrics then state the window used
+    /// (`window_ns`) and the one asked for (`window_requested_ns`).
+    #[serde(default = "default_max_window_values")]
+    pub max_window_values: usize,
+    /// Per-job and per-request records (off by default; every row is kept).
+    #[serde(default)]
+    pub records: crate::records::RecordsCfg,
+}
+
+pub fn default_max_window_values() -> usize {
+    1 << 19
 }
 
 pub(crate) fn default_max_completions() -> usize {

@@ -194,9 +194,8 @@ impl Simulation {
                 if sw > 0 {
                     cpu.switch_left -= sw;
                     cpu.metrics.switch_ns += sw;
-                    let th = &self.threads[t];
-                    self.trace
-                        .switch(c, &self.servers[th.server].name, now - dt, now - dt + sw);
+                    let g = self.threads[t].server;
+                    self.trace.switch(c, g, now - dt, now - dt + sw);
                 }
                 let th = &mut self.threads[t];
                 th.remaining = th.remaining.saturating_sub(dt - sw);
@@ -225,9 +224,7 @@ impl Simulation {
         if let Some((t, bg)) = self.cpus[c].running {
             if now > start && self.cpus[c].isrs.is_empty() {
                 let th = &self.threads[t];
-                let s = &self.servers[th.server];
-                self.trace
-                    .run(c, th.server, &s.name, &th.name, start, now, bg);
+                self.trace.run(c, th.server, &th.name, start, now, bg);
             }
         }
         self.cpus[c].seg_start = now;
@@ -389,7 +386,7 @@ impl Simulation {
                         .ok()
                         .map(|x| x.budget().as_ns())
                         .filter(|&b| b != u64::MAX);
-                    self.trace.budget(c, &self.servers[g].name, now, budget);
+                    self.trace.budget(c, g, now, budget);
                     if let Some(f) = self.wake_flow[th].take() {
                         self.trace.flow_end(f, c, now);
                     }

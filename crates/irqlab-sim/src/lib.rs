@@ -23,6 +23,7 @@ pub mod metrics;
 pub mod model_bounds;
 mod paths;
 mod program;
+pub mod records;
 mod supply;
 mod thread;
 pub mod trace;
@@ -33,8 +34,11 @@ pub use hypervisor_bounds::hypervisor_bounds;
 pub use lower::from_model;
 pub use machine::Simulation;
 pub use metrics::Metrics;
+pub use records::{Records, RecordsCfg};
+pub use trace::{Trace, TraceFormat};
 
-/// Run a configuration: metrics and the Perfetto trace (JSON value).
-pub fn simulate(cfg: SimConfig) -> Result<(Metrics, serde_json::Value), SimError> {
+/// Run a configuration: metrics and the trace (`Trace::write` writes it
+/// as JSON or Perfetto protobuf; `Trace::to_json` for small ones).
+pub fn simulate(cfg: SimConfig) -> Result<(Metrics, Trace), SimError> {
     Simulation::new(cfg)?.run()
 }

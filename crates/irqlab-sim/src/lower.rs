@@ -357,6 +357,8 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         trace: trace_cfg(s),
         overhead: Default::default(),
         max_completions: max_completions(s),
+        max_window_values: crate::config::default_max_window_values(),
+        records: Default::default(),
     };
     if let Some(c) = &m.costs {
         costs::apply(&mut cfg, c);

@@ -39,6 +39,7 @@ use crate::engine::{Dirty, EvKind, Events};
 use crate::error::SimError;
 use crate::metrics::Metrics;
 use crate::paths::hypervisor::VirqState;
+use crate::records::Records;
 use crate::thread::Thread;
 use crate::trace::Trace;
 
@@ -84,6 +85,10 @@ pub struct Simulation {
     pub(crate) instant_limit: u64,
     /// Bottom-half jobs waiting out the dispatch delay, oldest first.
     pub(crate) delayed_bh: std::collections::VecDeque<(usize, crate::thread::BhJob)>,
+    /// The configured window when `bound_windows` widened it.
+    pub(crate) requested_window: Option<u64>,
+    /// Per-job and per-request rows (`records`).
+    pub(crate) records: Records,
 }
 
 /// Wrap a core error with context built only when there is an error.
@@ -193,6 +198,8 @@ impl Simulation {
             same_instant: 0,
             instant_limit: MAX_EVENTS_PER_INSTANT,
             delayed_bh: Default::default(),
+            requested_window: None,
+            records: Records::default(),
         };
         sim.add_servers()?;
         sim.add_tasks()?;
@@ -202,6 +209,7 @@ impl Simulation {
         sim.ctx_of = (0..sim.servers.len()).collect();
         sim.add_virqs()?;
         sim.add_devices();
+        sim.bound_windows();
         let t = &sim.cfg.trace;
         sim.trace = Trace::new(t.enabled, t.until, t.max_events);
         let names: Vec<(usize, String)> = sim
@@ -249,13 +257,31 @@ impl Simulation {
         Ok(())
     }
 
+    /// Widen the metric windows to the smallest multiple of the configured
+    /// one for which every series together keeps at most
+    /// `max_window_values` values (memory flat in simulated time).
+    fn bound_windows(&mut self) {
+        let series = self.servers.len() + 2 * self.cpus.len() + self.devices.len();
+        let want = self.nwin.saturating_mul(series.max(1));
+        let most = self.cfg.max_window_values.max(1);
+        if want <= most {
+            return;
+        }
+        let k = want.div_ceil(most) as u64;
+        self.requested_window = Some(self.cfg.window);
+        self.cfg.window = self.cfg.window.saturating_mul(k).min(self.cfg.duration);
+        self.nwin = self.cfg.duration.div_ceil(self.cfg.window) as usize;
+        self.truncate_windows(self.nwin);
+        self.shrink_windows();
+    }
+
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {
         self.events.post(time, kind);
     }
 
     /// Run to the configured duration and return the metrics and the
-    /// Perfetto trace.
-    pub fn run(mut self) -> Result<(Metrics, serde_json::Value), SimError> {
+    /// trace (`Trace::write` writes it as JSON or Perfetto protobuf).
+    pub fn run(mut self) -> Result<(Metrics, Trace), SimError> {
         self.run_until(self.cfg.duration)?;
         self.finish()
     }
@@ -291,6 +317,12 @@ impl Simulation {
         Ok(())
     }
 
+    /// The per-job and per-request rows recorded so far (`records`); the
+    /// simulation keeps none after this.
+    pub fn take_records(&mut self) -> Records {
+        std::mem::take(&mut self.records)
+    }
+
     /// Simulated time reached so far (ns).
     pub fn now(&self) -> u64 {
         self.now
@@ -304,7 +336,7 @@ impl Simulation {
     /// End the run at the time reached and return the metrics and the
     /// trace. Before the configured duration the metrics are marked
     /// `partial` and cover `[0, now)`: `duration_ns` is the time reached.
-    pub fn finish(mut self) -> Result<(Metrics, serde_json::Value), SimError> {
+    pub fn finish(mut self) -> Result<(Metrics, Trace), SimError> {
         let end = self.now;
         if end < self.cfg.duration {
             self.partial = true;

@@ -237,6 +237,11 @@ pub struct Metrics {
     pub path: String,
     /// Length of the windows of the `*_windows_*` series (ns).
     pub window_ns: u64,
+    /// The window the configuration asked for, when it was widened to
+    /// `window_ns` to keep the series within `max_window_values` values
+    /// (memory flat in simulated time); absent from the JSON otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_requested_ns: Option<u64>,
     /// Events the simulator processed.
     pub events: u64,
     /// The run was stopped before its configured duration (`duration_ns`

@@ -241,7 +241,7 @@ impl Simulation {
             self.ensure_active(t)?;
             Ok(true)
         } else {
-            self.devices[dev].latency.record(Nanos(self.now - since));
+            self.request_done(dev, since);
             Ok(false)
         }
     }
@@ -354,14 +354,26 @@ impl Simulation {
         self.park(t)
     }
 
+    /// An I/O request of `dev` submitted at `since` returned to its task.
+    pub(crate) fn request_done(&mut self, dev: usize, since: u64) {
+        self.devices[dev].latency.record(Nanos(self.now - since));
+        if self.cfg.records.requests {
+            self.records.request(dev, since, self.now);
+        }
+    }
+
     pub(crate) fn job_done(&mut self, task: usize, release: u64) {
         let now = self.now;
         let deadline = self.deadline_of(task);
         let info = &mut self.tasks[task];
         info.completed += 1;
         info.response.record(Nanos(now - release));
-        if deadline.is_some_and(|d| now > release.saturating_add(d)) {
+        let late = deadline.is_some_and(|d| now > release.saturating_add(d));
+        if late {
             info.misses += 1;
+        }
+        if self.cfg.records.jobs {
+            self.records.job(task, release, now, late);
         }
         if info.completions.len() < self.cfg.max_completions {
             info.completions.push(now);

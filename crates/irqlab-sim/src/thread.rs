@@ -140,8 +140,7 @@ impl Simulation {
         match &mut self.threads[t].kind {
             Kind::Task(ts) => {
                 if let Some((dev, since)) = ts.returning.take() {
-                    let lat = self.now - since;
-                    self.devices[dev].latency.record(Nanos(lat));
+                    self.request_done(dev, since);
                 }
                 self.run_program(t)
             }

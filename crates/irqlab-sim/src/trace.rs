@@ -1,45 +1,122 @@
-//! Chrome / Perfetto trace-event JSON (DESIGN.md §5).
+//! The schedule trace (DESIGN.md §5): compact typed records while the
+//! machine runs, written at the end straight to a file (or any writer) as
+//! Chrome / Perfetto trace-event JSON or as Perfetto's protobuf format
+//! (`trace/perfetto.rs`).
 //!
 //! One process per CPU (track "CPU n": what runs -- threads, top halves,
 //! softirq -- and a second track for VCPU switches) and one per CPU's
 //! servers (a track per server), counter tracks for the remaining budget
 //! at each dispatch, and flow arrows interrupt -> bottom half -> woken
-//! task. `ts`/`dur` are microseconds.
+//! task. JSON `ts`/`dur` are microseconds, written exactly (three
+//! decimals) from the integer ns.
 //!
-//! What a strict reader needs, and this module keeps true:
+//! Design principles:
+//! * **Cheap while running.** A traced event is one fixed-size record
+//!   (`Rec`, 48 bytes; a thread's run slice is one record for its two
+//!   tracks) with its names interned; no JSON value is built, nothing is
+//!   deep-copied. Records are sorted in place once, at the end, and the
+//!   writers stream them out through a buffered writer.
 //! * **Slices on one track nest or are disjoint.** Top halves are drawn
 //!   from when they ran (not their arrival): a nested one inside the slice
 //!   it interrupted, as depth on the CPU track.
 //! * **Flows pair one to one, with unique ids.** The simulator names a flow
 //!   by a token when it starts (`flow_begin`) and ends it by the same token
-//!   (`flow_end`); nothing is written until the end, and then both events
-//!   are written with a fresh id. A flow that never ends (a packet dropped,
-//!   a task that never ran again, the run's end) is never written.
-//! * **Events in time order per track**: sorted at the end.
-//! * **Truncation is never silent**: past `max_events` the trace is cut at
-//!   that instant (nothing later is recorded; slices already open are
-//!   still written when they close), and `truncated` says so -- in the
-//!   trace's `otherData`, in the metrics, and on stderr from the CLI.
+//!   (`flow_end`); nothing is recorded until the end, and then both ends
+//!   are recorded with a fresh id. A flow that never ends (a packet
+//!   dropped, a task that never ran again, the run's end) is never written.
+//! * **Events in time order per track** (an enclosing slice before what it
+//!   encloses): records are ordered by (time, longer first, order of
+//!   recording).
+//! * **The size limit is the user's, and truncation is never silent**:
+//!   past `max_events` the trace is cut at that instant (nothing later is
+//!   recorded; slices already open are still written when they close), and
+//!   `truncated` says so -- in the trace (`otherData` in JSON), in the
+//!   metrics, and on stderr from the CLI.
+
+mod perfetto;
 
 use std::collections::HashMap;
+use std::io::{self, Write};
 
-use serde_json::{json, Value};
+/// The file formats a trace can be written in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TraceFormat {
+    /// Chrome / Perfetto trace-event JSON (opens in ui.perfetto.dev and
+    /// chrome://tracing).
+    Json,
+    /// Perfetto's protobuf trace format (`TracePacket`s with
+    /// `TrackDescriptor`s and `TrackEvent`s): smaller, and what Perfetto
+    /// reads best for large traces.
+    Perfetto,
+}
+
+impl std::str::FromStr for TraceFormat {
+    type Err = String;
+    fn from_str(s: &str) -> Result<TraceFormat, String> {
+        match s {
+            "json" => Ok(TraceFormat::Json),
+            "perfetto" | "proto" | "protobuf" => Ok(TraceFormat::Perfetto),
+            _ => Err(format!(
+                "trace format {s:?}: expected \"json\" or \"perfetto\""
+            )),
+        }
+    }
+}
+
+/// What a record draws.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A thread of server `x` ran (name `y`; `bg`: in background mode): a
+    /// slice on the CPU track and one on the server's track.
+    Run,
+    /// A slice in interrupt context: category `x`, name `y`.
+    Irq,
+    /// A VCPU switch into server `x`'s context (CPU's second track).
+    Switch,
+    /// A flow arrow starts (`a`: id, `y`: name).
+    FlowStart,
+    /// A flow arrow ends (`a`: id, `y`: name).
+    FlowEnd,
+    /// Remaining budget of server `x` (`a`: ns, `u64::MAX`: unlimited).
+    Budget,
+}
+
+/// One traced event: fixed size, names interned (`Trace::names`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rec {
+    pub(crate) ts: u64,
+    pub(crate) dur: u64,
+    /// Order of recording (ties of (ts, dur) keep it).
+    seq: u64,
+    pub(crate) a: u64,
+    pub(crate) cpu: u32,
+    pub(crate) x: u32,
+    pub(crate) y: u32,
+    pub(crate) kind: Kind,
+    pub(crate) bg: bool,
+}
 
 /// A flow started but not yet written: where and when it began.
 struct OpenFlow {
-    pid: usize,
+    cpu: u32,
     ts: u64,
-    name: &'static str,
+    name: u32,
 }
 
 pub struct Trace {
     enabled: bool,
     until: u64,
     max_events: usize,
-    /// Events with their time in ns (sort key) and a tie-break (longer
-    /// slices first, so an enclosing slice precedes what it encloses).
-    events: Vec<(u64, std::cmp::Reverse<u64>, Value)>,
-    meta: Vec<Value>,
+    recs: Vec<Rec>,
+    /// Trace events the records stand for (a run slice is two).
+    count: usize,
+    sorted: bool,
+    /// Interned names (threads, interrupt names, categories, flow names).
+    pub(crate) names: Vec<Box<str>>,
+    ids: HashMap<Box<str>, u32>,
+    /// Number of CPUs and, per server, its CPU and name.
+    pub(crate) cpus: usize,
+    pub(crate) servers: Vec<(usize, String)>,
     open: HashMap<u64, OpenFlow>,
     next_id: u64,
     /// Latest event time recorded (slices are written when they close,
@@ -48,9 +125,52 @@ pub struct Trace {
     pub truncated: bool,
 }
 
-fn us(ns: u64) -> f64 {
-    ns as f64 / 1000.0
+impl std::fmt::Debug for Trace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Trace")
+            .field("enabled", &self.enabled)
+            .field("events", &self.count)
+            .field("max_events", &self.max_events)
+            .field("truncated", &self.truncated)
+            .finish_non_exhaustive()
+    }
 }
+
+/// Two traces are equal when they draw the same events (same records in
+/// the same order, same names and tracks).
+impl PartialEq for Trace {
+    fn eq(&self, o: &Trace) -> bool {
+        let key = |t: &Trace| {
+            let mut r = t.recs.clone();
+            r.sort_unstable_by_key(|r| r.seq);
+            r
+        };
+        self.enabled == o.enabled
+            && self.truncated == o.truncated
+            && self.max_events == o.max_events
+            && self.cpus == o.cpus
+            && self.servers == o.servers
+            && self.names == o.names
+            && key(self) == key(o)
+    }
+}
+
+/// The escaped name `i` of `v` ("?" if unknown).
+fn pick(v: &[String], i: u32) -> &str {
+    v.get(i as usize).map_or("\"?\"", String::as_str)
+}
+
+/// Nanoseconds shown as microseconds, exactly (three decimals).
+struct Us(u64);
+
+impl std::fmt::Display for Us {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{:03}", self.0 / 1000, self.0 % 1000)
+    }
+}
+
+/// Bytes of memory one record takes (for docs and the bench).
+pub const RECORD_BYTES: usize = std::mem::size_of::<Rec>();
 
 impl Trace {
     pub fn new(enabled: bool, until: Option<u64>, max_events: usize) -> Trace {
@@ -58,8 +178,13 @@ impl Trace {
             enabled,
             until: until.unwrap_or(u64::MAX),
             max_events,
-            events: Vec::new(),
-            meta: Vec::new(),
+            recs: Vec::new(),
+            count: 0,
+            sorted: true,
+            names: Vec::new(),
+            ids: HashMap::new(),
+            cpus: 0,
+            servers: Vec::new(),
             open: HashMap::new(),
             next_id: 0,
             latest: 0,
@@ -71,6 +196,17 @@ impl Trace {
         self.enabled
     }
 
+    /// The id of a name (interned once; later calls only look it up).
+    fn intern(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.ids.get(name) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(name.into());
+        self.ids.insert(name.into(), i);
+        i
+    }
+
     /// Whether `n` more events at time `t` may be recorded. At the limit
     /// the trace is cut at a time: nothing from `t` on is recorded, but
     /// what started before (a slice still open, written when it closes)
@@ -80,7 +216,7 @@ impl Trace {
         if !self.enabled || t > self.until {
             return false;
         }
-        if self.events.len() + n > self.max_events && !self.truncated {
+        if self.count + n > self.max_events && !self.truncated {
             // cut after the latest instant already recorded
             self.truncated = true;
             self.until = self.latest;
@@ -90,31 +226,46 @@ impl Trace {
         true
     }
 
-    fn push(&mut self, ts: u64, dur: u64, v: Value) {
-        self.events.push((ts, std::cmp::Reverse(dur), v));
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        kind: Kind,
+        cpu: usize,
+        ts: u64,
+        dur: u64,
+        x: u32,
+        y: u32,
+        a: u64,
+        bg: bool,
+    ) {
+        let events = if kind == Kind::Run { 2 } else { 1 };
+        self.count += events;
+        self.sorted = false;
+        self.recs.push(Rec {
+            ts,
+            dur,
+            seq: self.recs.len() as u64,
+            a,
+            cpu: cpu as u32,
+            x,
+            y,
+            kind,
+            bg,
+        });
     }
 
-    /// Track names (metadata events).
+    /// Track names: the CPUs and, per server, its CPU and name (in server
+    /// index order).
     pub fn names(&mut self, cpus: usize, servers: &[(usize, String)]) {
-        if !self.enabled {
-            return;
-        }
-        for c in 0..cpus {
-            self.meta.push(json!({"ph": "M", "name": "process_name", "pid": c, "args": {"name": format!("CPU {c}")}}));
-            self.meta.push(json!({"ph": "M", "name": "process_name", "pid": 1000 + c, "args": {"name": format!("servers on CPU {c}")}}));
-        }
-        for (i, (cpu, name)) in servers.iter().enumerate() {
-            self.meta.push(json!({"ph": "M", "name": "thread_name", "pid": 1000 + cpu, "tid": i, "args": {"name": name}}));
-        }
+        self.cpus = cpus;
+        self.servers = servers.to_vec();
     }
 
     /// A thread of `server` ran on `cpu` in `[start, end)`.
-    #[allow(clippy::too_many_arguments)]
     pub fn run(
         &mut self,
         cpu: usize,
         server: usize,
-        server_name: &str,
         thread: &str,
         start: u64,
         end: u64,
@@ -123,14 +274,17 @@ impl Trace {
         if end <= start || !self.room(start, 2) {
             return;
         }
-        let name = if background {
-            format!("{thread} (bg)")
-        } else {
-            thread.to_owned()
-        };
-        let (ts, dur) = (us(start), us(end - start));
-        self.push(start, end - start, json!({"ph": "X", "name": name, "cat": server_name, "pid": cpu, "tid": 0, "ts": ts, "dur": dur}));
-        self.push(start, end - start, json!({"ph": "X", "name": name, "cat": "server", "pid": 1000 + cpu, "tid": server, "ts": ts, "dur": dur}));
+        let name = self.intern(thread);
+        self.push(
+            Kind::Run,
+            cpu,
+            start,
+            end - start,
+            server as u32,
+            name,
+            0,
+            background,
+        );
     }
 
     /// A slice in interrupt context on `cpu` in `[start, end)`: a top half
@@ -139,17 +293,27 @@ impl Trace {
         if !self.room(start, 1) {
             return;
         }
+        let (cat, name) = (self.intern(cat), self.intern(name));
         let dur = end.saturating_sub(start);
-        self.push(start, dur, json!({"ph": "X", "name": name, "cat": cat, "pid": cpu, "tid": 0, "ts": us(start), "dur": us(dur)}));
+        self.push(Kind::Irq, cpu, start, dur, cat, name, 0, false);
     }
 
     /// A VCPU switch (`switch_overhead`) into `server`'s context on `cpu`
     /// in `[start, end)`, on the CPU's second track.
-    pub fn switch(&mut self, cpu: usize, server_name: &str, start: u64, end: u64) {
+    pub fn switch(&mut self, cpu: usize, server: usize, start: u64, end: u64) {
         if end <= start || !self.room(start, 1) {
             return;
         }
-        self.push(start, end - start, json!({"ph": "X", "name": format!("vcpu switch ({server_name})"), "cat": "switch", "pid": cpu, "tid": 1, "ts": us(start), "dur": us(end - start)}));
+        self.push(
+            Kind::Switch,
+            cpu,
+            start,
+            end - start,
+            server as u32,
+            0,
+            0,
+            false,
+        );
     }
 
     /// A flow named by `token` starts at `t` on `cpu` (inside a slice
@@ -158,10 +322,11 @@ impl Trace {
         if !self.enabled || t > self.until {
             return;
         }
+        let name = self.intern(name);
         self.open.insert(
             token,
             OpenFlow {
-                pid: cpu,
+                cpu: cpu as u32,
                 ts: t,
                 name,
             },
@@ -169,7 +334,7 @@ impl Trace {
     }
 
     /// The flow named by `token` ends at `t` on `cpu` (at the start of the
-    /// slice it leads to): both ends are written, with a fresh id.
+    /// slice it leads to): both ends are recorded, with a fresh id.
     pub fn flow_end(&mut self, token: u64, cpu: usize, t: u64) {
         let Some(f) = self.open.remove(&token) else {
             return;
@@ -179,37 +344,151 @@ impl Trace {
         }
         self.next_id += 1;
         let id = self.next_id;
-        self.push(f.ts, 0, json!({"ph": "s", "name": f.name, "cat": "flow", "id": id, "pid": f.pid, "tid": 0, "ts": us(f.ts)}));
-        self.push(t, 0, json!({"ph": "f", "bp": "e", "name": f.name, "cat": "flow", "id": id, "pid": cpu, "tid": 0, "ts": us(t)}));
+        self.push(
+            Kind::FlowStart,
+            f.cpu as usize,
+            f.ts,
+            0,
+            0,
+            f.name,
+            id,
+            false,
+        );
+        self.push(Kind::FlowEnd, cpu, t, 0, 0, f.name, id, false);
     }
 
-    /// Remaining budget of a server at a dispatch.
-    pub fn budget(&mut self, cpu: usize, server_name: &str, t: u64, budget: Option<u64>) {
+    /// Remaining budget of `server` at a dispatch (`None`: unlimited).
+    pub fn budget(&mut self, cpu: usize, server: usize, t: u64, budget: Option<u64>) {
         if !self.room(t, 1) {
             return;
         }
-        let v = budget.map_or(-1.0, us);
-        self.push(t, 0, json!({"ph": "C", "name": format!("budget {server_name} (us)"), "pid": 1000 + cpu, "ts": us(t), "args": {"budget": v}}));
+        let a = budget.unwrap_or(u64::MAX);
+        self.push(Kind::Budget, cpu, t, 0, server as u32, 0, a, false);
     }
 
-    /// The trace as JSON: metadata, then every event in time order (an
-    /// enclosing slice before the slices it encloses).
-    pub fn to_json(&self) -> Value {
-        let mut order: Vec<&(u64, std::cmp::Reverse<u64>, Value)> = self.events.iter().collect();
-        order.sort_by_key(|(ts, dur, _)| (*ts, *dur));
-        let events: Vec<&Value> = self
-            .meta
-            .iter()
-            .chain(order.into_iter().map(|(_, _, v)| v))
-            .collect();
-        json!({"traceEvents": events, "displayTimeUnit": "ns", "otherData": {"truncated": self.truncated, "max_events": self.max_events}})
-    }
-
+    /// Trace events recorded (a run slice counts two: one per track).
     pub fn len(&self) -> usize {
-        self.events.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.events.is_empty()
+        self.count == 0
+    }
+
+    /// The limit of events (`trace.max_events`).
+    pub fn max_events(&self) -> usize {
+        self.max_events
+    }
+
+    /// Bytes the records take in memory now.
+    pub fn memory_bytes(&self) -> usize {
+        self.recs.capacity() * RECORD_BYTES
+    }
+
+    /// The records in time order (an enclosing slice before what it
+    /// encloses; ties in order of recording). Sorts in place, once.
+    pub(crate) fn sorted(&mut self) -> &[Rec] {
+        if !self.sorted {
+            self.recs
+                .sort_unstable_by_key(|r| (r.ts, std::cmp::Reverse(r.dur), r.seq));
+            self.sorted = true;
+        }
+        &self.recs
+    }
+
+    /// Write the trace in `format` to `w` (buffer `w` for a file).
+    pub fn write(&mut self, w: &mut dyn Write, format: TraceFormat) -> io::Result<()> {
+        match format {
+            TraceFormat::Json => self.write_json(w),
+            TraceFormat::Perfetto => perfetto::write(self, w),
+        }
+    }
+
+    /// The trace as JSON text in memory (small traces; tests).
+    pub fn to_json_string(&mut self) -> String {
+        let mut out = Vec::with_capacity(self.count * 96 + 256);
+        // writing to a Vec cannot fail
+        let _ = self.write_json(&mut out);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// The trace as a JSON value (tests and small traces only: it builds
+    /// the whole tree).
+    pub fn to_json(&mut self) -> serde_json::Value {
+        serde_json::from_str(&self.to_json_string()).unwrap_or_default()
+    }
+
+    /// Chrome / Perfetto trace-event JSON: metadata, then every event in
+    /// time order (an enclosing slice before the slices it encloses).
+    pub fn write_json(&mut self, w: &mut dyn Write) -> io::Result<()> {
+        let esc = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"?\"".into());
+        let names: Vec<String> = self.names.iter().map(|n| esc(n)).collect();
+        let bg: Vec<String> = self
+            .names
+            .iter()
+            .map(|n| esc(&format!("{n} (bg)")))
+            .collect();
+        let sname: Vec<String> = self.servers.iter().map(|(_, n)| esc(n)).collect();
+        let switch: Vec<String> = self
+            .servers
+            .iter()
+            .map(|(_, n)| esc(&format!("vcpu switch ({n})")))
+            .collect();
+        let counter: Vec<String> = self
+            .servers
+            .iter()
+            .map(|(_, n)| esc(&format!("budget {n} (us)")))
+            .collect();
+        let mut first = true;
+        let mut sep = |w: &mut dyn Write| -> io::Result<()> {
+            if first {
+                first = false;
+                w.write_all(b"\n")
+            } else {
+                w.write_all(b",\n")
+            }
+        };
+        w.write_all(b"{\"traceEvents\":[")?;
+        if self.enabled {
+            for c in 0..self.cpus {
+                sep(w)?;
+                write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{c},\"args\":{{\"name\":\"CPU {c}\"}}}}")?;
+                sep(w)?;
+                write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"servers on CPU {c}\"}}}}", 1000 + c)?;
+            }
+            for (i, (cpu, _)) in self.servers.iter().enumerate() {
+                sep(w)?;
+                write!(w, "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{i},\"args\":{{\"name\":{}}}}}", 1000 + cpu, sname[i])?;
+            }
+        }
+        let (max_events, truncated) = (self.max_events, self.truncated);
+        for r in self.sorted() {
+            let (ts, dur) = (Us(r.ts), Us(r.dur));
+            let (cpu, x, y) = (r.cpu, r.x, r.y);
+            let s = pick;
+            sep(w)?;
+            match r.kind {
+                Kind::Run => {
+                    let name = if r.bg { s(&bg, y) } else { s(&names, y) };
+                    write!(w, "{{\"ph\":\"X\",\"name\":{name},\"cat\":{},\"pid\":{cpu},\"tid\":0,\"ts\":{ts},\"dur\":{dur}}}", s(&sname, x))?;
+                    sep(w)?;
+                    write!(w, "{{\"ph\":\"X\",\"name\":{name},\"cat\":\"server\",\"pid\":{},\"tid\":{x},\"ts\":{ts},\"dur\":{dur}}}", 1000 + cpu)?;
+                }
+                Kind::Irq => write!(w, "{{\"ph\":\"X\",\"name\":{},\"cat\":{},\"pid\":{cpu},\"tid\":0,\"ts\":{ts},\"dur\":{dur}}}", s(&names, y), s(&names, x))?,
+                Kind::Switch => write!(w, "{{\"ph\":\"X\",\"name\":{},\"cat\":\"switch\",\"pid\":{cpu},\"tid\":1,\"ts\":{ts},\"dur\":{dur}}}", s(&switch, x))?,
+                Kind::FlowStart => write!(w, "{{\"ph\":\"s\",\"name\":{},\"cat\":\"flow\",\"id\":{},\"pid\":{cpu},\"tid\":0,\"ts\":{ts}}}", s(&names, y), r.a)?,
+                Kind::FlowEnd => write!(w, "{{\"ph\":\"f\",\"bp\":\"e\",\"name\":{},\"cat\":\"flow\",\"id\":{},\"pid\":{cpu},\"tid\":0,\"ts\":{ts}}}", s(&names, y), r.a)?,
+                Kind::Budget => {
+                    let name = s(&counter, x);
+                    if r.a == u64::MAX {
+                        write!(w, "{{\"ph\":\"C\",\"name\":{name},\"pid\":{},\"ts\":{ts},\"args\":{{\"budget\":-1}}}}", 1000 + cpu)?;
+                    } else {
+                        write!(w, "{{\"ph\":\"C\",\"name\":{name},\"pid\":{},\"ts\":{ts},\"args\":{{\"budget\":{}}}}}", 1000 + cpu, Us(r.a))?;
+                    }
+                }
+            }
+        }
+        write!(w, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"max_events\":{max_events},\"truncated\":{truncated}}}}}\n")?;
+        w.flush()
     }
 }

@@ -48,6 +48,8 @@ proptest! {
             devices: vec![], classes: vec![], xhci: vec![], virqs: vec![], ipi: 0, switch_overhead: 0, dispatch_delay: 0,
             linux: Default::default(), trace: Default::default(), overhead: Default::default(),
             max_completions: 10_000,
+            max_window_values: irqlab_sim::config::default_max_window_values(),
+            records: Default::default(),
         };
         let (m, _) = simulate(cfg).expect("valid");
         for (i, t) in m.tasks.iter().enumerate() {

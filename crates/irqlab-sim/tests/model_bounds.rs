@@ -148,6 +148,8 @@ fn machine(r: &mut Rng, path: InterruptPath, budgets: bool) -> SimConfig {
         trace: Default::default(),
         overhead: Default::default(),
         max_completions: 10_000,
+        max_window_values: irqlab_sim::config::default_max_window_values(),
+        records: Default::default(),
     }
 }
 

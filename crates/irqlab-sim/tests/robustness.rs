@@ -317,6 +317,8 @@ fn config() -> impl Strategy<Value = SimConfig> {
                     trace: Default::default(),
                     overhead: Default::default(),
                     max_completions: 10_000,
+                    max_window_values: irqlab_sim::config::default_max_window_values(),
+                    records: Default::default(),
                 };
                 if let Some(d) = defect {
                     corrupt(&mut cfg, d);

@@ -168,7 +168,8 @@ fn golden_configs() -> Vec<(String, SimConfig)> {
 fn traced(mut cfg: SimConfig, max_events: usize) -> (irqlab_sim::Metrics, Value) {
     cfg.trace.enabled = true;
     cfg.trace.max_events = max_events;
-    simulate(cfg).expect("simulates")
+    let (m, mut t) = simulate(cfg).expect("simulates");
+    (m, t.to_json())
 }
 
 #[test]

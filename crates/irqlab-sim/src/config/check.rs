@@ -122,6 +122,13 @@ impl SimConfig {
                 &format!("at most {most} (completion times are kept in memory)"),
             ));
         }
+        if self.max_window_values == 0 {
+            return Err(bad(
+                "max_window_values".into(),
+                0,
+                "at least one value (the windowed series need room)",
+            ));
+        }
         let max = irqlab_model::validate::MAX_TRACE_EVENTS;
         if self.trace.max_events == 0 || self.trace.max_events as u64 > max {
             return Err(bad(

@@ -182,6 +182,8 @@ pub fn to_sim(
         trace: Default::default(),
         overhead: Default::default(),
         max_completions: 10_000,
+        max_window_values: irqlab_sim::config::default_max_window_values(),
+        records: Default::default(),
     }
 }
 

@@ -1,0 +1,282 @@
+//! The trace in Perfetto's protobuf format: a `Trace` message, i.e. a
+//! stream of length-delimited `TracePacket`s (field 1), written by hand
+//! (a few fields; no protobuf library needed).
+//!
+//! What is written, and the field numbers used (from Perfetto's
+//! `trace_packet.proto`, `track_descriptor.proto`, `track_event.proto`):
+//! * `TracePacket`: `timestamp = 8` (ns), `trusted_packet_sequence_id =
+//!   10` (always 1), `track_event = 11`, `sequence_flags = 13` (the first
+//!   packet clears the incremental state: 1), `track_descriptor = 60`.
+//! * `TrackDescriptor`: `uuid = 1`, `name = 2`, `process = 3`
+//!   (`ProcessDescriptor`: `pid = 1`, `process_name = 6`), `parent_uuid =
+//!   5`, `counter = 8` (an empty `CounterDescriptor`).
+//! * `TrackEvent`: `type = 9` (1 slice begin, 2 slice end, 3 instant, 4
+//!   counter), `track_uuid = 11`, `categories = 22`, `name = 23`,
+//!   `double_counter_value = 44`, `flow_ids = 47` and
+//!   `terminating_flow_ids = 48` (fixed64).
+//!
+//! The tracks mirror the JSON form: a process per CPU with a track for
+//! what runs and one for VCPU switches, a process per CPU's servers with a
+//! track per server and a budget counter track per server. A slice is a
+//! begin and an end event; flows are instants carrying the flow id.
+//! Packets are written in time order, ends before begins at the same
+//! instant and the inner slice's end before the outer's, so a reader
+//! needs no sorting (Perfetto's trace processor sorts anyway).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{self, Write};
+
+use super::{Kind, Trace};
+
+const SLICE_BEGIN: u64 = 1;
+const SLICE_END: u64 = 2;
+const INSTANT: u64 = 3;
+const COUNTER: u64 = 4;
+
+/// Track uuids: a tag in the high bits, an index in the low ones.
+fn uuid(tag: u64, i: u64) -> u64 {
+    (tag << 40) | i
+}
+fn cpu_process(c: u64) -> u64 {
+    uuid(1, c)
+}
+fn cpu_track(c: u64, tid: u64) -> u64 {
+    uuid(2, c * 2 + tid)
+}
+fn server_process(c: u64) -> u64 {
+    uuid(3, c)
+}
+fn server_track(g: u64) -> u64 {
+    uuid(4, g)
+}
+fn budget_track(g: u64) -> u64 {
+    uuid(5, g)
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn uint(out: &mut Vec<u8>, field: u64, v: u64) {
+    varint(out, field << 3);
+    varint(out, v);
+}
+
+fn bytes(out: &mut Vec<u8>, field: u64, b: &[u8]) {
+    varint(out, (field << 3) | 2);
+    varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn fixed64(out: &mut Vec<u8>, field: u64, v: u64) {
+    varint(out, (field << 3) | 1);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// Writes packets; reuses its buffers.
+struct Packets<'w> {
+    w: &'w mut dyn Write,
+    pkt: Vec<u8>,
+    msg: Vec<u8>,
+    first: bool,
+}
+
+impl Packets<'_> {
+    /// Write `self.pkt` as one `TracePacket` (field 1 of `Trace`).
+    fn flush_packet(&mut self) -> io::Result<()> {
+        uint(&mut self.pkt, 10, 1);
+        if self.first {
+            uint(&mut self.pkt, 13, 1);
+            self.first = false;
+        }
+        let mut head = Vec::with_capacity(6);
+        varint(&mut head, (1 << 3) | 2);
+        varint(&mut head, self.pkt.len() as u64);
+        self.w.write_all(&head)?;
+        self.w.write_all(&self.pkt)?;
+        self.pkt.clear();
+        Ok(())
+    }
+
+    /// A track: a process (with `pid`) or a child of `parent`; a counter
+    /// track when `counter`.
+    fn track(
+        &mut self,
+        id: u64,
+        name: &str,
+        process: Option<u64>,
+        parent: Option<u64>,
+        counter: bool,
+    ) -> io::Result<()> {
+        self.msg.clear();
+        uint(&mut self.msg, 1, id);
+        bytes(&mut self.msg, 2, name.as_bytes());
+        if let Some(pid) = process {
+            let mut p = Vec::new();
+            uint(&mut p, 1, pid);
+            bytes(&mut p, 6, name.as_bytes());
+            bytes(&mut self.msg, 3, &p);
+        }
+        if let Some(parent) = parent {
+            uint(&mut self.msg, 5, parent);
+        }
+        if counter {
+            bytes(&mut self.msg, 8, &[]);
+        }
+        let msg = std::mem::take(&mut self.msg);
+        bytes(&mut self.pkt, 60, &msg);
+        self.msg = msg;
+        self.flush_packet()
+    }
+
+    /// A `TrackEvent` at `ts` of `kind` on `track`; `fill` adds fields.
+    fn event(
+        &mut self,
+        ts: u64,
+        kind: u64,
+        track: u64,
+        fill: impl FnOnce(&mut Vec<u8>),
+    ) -> io::Result<()> {
+        self.msg.clear();
+        uint(&mut self.msg, 9, kind);
+        uint(&mut self.msg, 11, track);
+        fill(&mut self.msg);
+        uint(&mut self.pkt, 8, ts);
+        let msg = std::mem::take(&mut self.msg);
+        bytes(&mut self.pkt, 11, &msg);
+        self.msg = msg;
+        self.flush_packet()
+    }
+}
+
+/// Write `t` as a Perfetto protobuf trace to `w`.
+pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
+    let mut p = Packets {
+        w,
+        pkt: Vec::with_capacity(256),
+        msg: Vec::with_capacity(256),
+        first: true,
+    };
+    if t.enabled {
+        for c in 0..t.cpus as u64 {
+            p.track(
+                cpu_process(c),
+                &format!("CPU {c}"),
+                Some(1_000_000 + c),
+                None,
+                false,
+            )?;
+            p.track(
+                cpu_track(c, 0),
+                &format!("CPU {c}"),
+                None,
+                Some(cpu_process(c)),
+                false,
+            )?;
+            p.track(
+                cpu_track(c, 1),
+                &format!("CPU {c} VCPU switches"),
+                None,
+                Some(cpu_process(c)),
+                false,
+            )?;
+            p.track(
+                server_process(c),
+                &format!("servers on CPU {c}"),
+                Some(2_000_000 + c),
+                None,
+                false,
+            )?;
+        }
+        for (g, (cpu, name)) in t.servers.iter().enumerate() {
+            let parent = server_process(*cpu as u64);
+            p.track(server_track(g as u64), name, None, Some(parent), false)?;
+            p.track(
+                budget_track(g as u64),
+                &format!("budget {name} (us)"),
+                None,
+                Some(parent),
+                true,
+            )?;
+        }
+    }
+    let names = std::mem::take(&mut t.names);
+    let servers = std::mem::take(&mut t.servers);
+    let name = |i: u32| names.get(i as usize).map_or("?", |s| &**s);
+    let server = |i: u32| servers.get(i as usize).map_or("?", |s| s.1.as_str());
+    // open slices: (end, last begun first, track)
+    let mut ends: BinaryHeap<Reverse<(u64, Reverse<u64>, u64)>> = BinaryHeap::new();
+    let mut order = 0u64;
+    let mut res = Ok(());
+    for r in t.sorted() {
+        while let Some(&Reverse((end, _, track))) = ends.peek() {
+            if end > r.ts {
+                break;
+            }
+            ends.pop();
+            res = res.and_then(|()| p.event(end, SLICE_END, track, |_| {}));
+        }
+        let (cpu, end) = (r.cpu as u64, r.ts.saturating_add(r.dur));
+        let mut slice = |p: &mut Packets, track: u64, name: &str, cat: &str| {
+            order += 1;
+            ends.push(Reverse((end, Reverse(order), track)));
+            p.event(r.ts, SLICE_BEGIN, track, |m| {
+                bytes(m, 22, cat.as_bytes());
+                bytes(m, 23, name.as_bytes());
+            })
+        };
+        let step = match r.kind {
+            Kind::Run => {
+                let n = if r.bg {
+                    format!("{} (bg)", name(r.y))
+                } else {
+                    name(r.y).to_owned()
+                };
+                slice(&mut p, cpu_track(cpu, 0), &n, server(r.x))
+                    .and_then(|()| slice(&mut p, server_track(r.x as u64), &n, "server"))
+            }
+            Kind::Irq => slice(&mut p, cpu_track(cpu, 0), name(r.y), name(r.x)),
+            Kind::Switch => {
+                let n = format!("vcpu switch ({})", server(r.x));
+                slice(&mut p, cpu_track(cpu, 1), &n, "switch")
+            }
+            Kind::FlowStart | Kind::FlowEnd => {
+                let field = if r.kind == Kind::FlowStart { 47 } else { 48 };
+                p.event(r.ts, INSTANT, cpu_track(cpu, 0), |m| {
+                    bytes(m, 22, b"flow");
+                    bytes(m, 23, name(r.y).as_bytes());
+                    fixed64(m, field, r.a);
+                })
+            }
+            Kind::Budget => {
+                let v = if r.a == u64::MAX {
+                    -1.0
+                } else {
+                    r.a as f64 / 1000.0
+                };
+                p.event(r.ts, COUNTER, budget_track(r.x as u64), |m| {
+                    fixed64(m, 44, v.to_bits());
+                })
+            }
+        };
+        res = res.and(step);
+        if res.is_err() {
+            break;
+        }
+    }
+    while let Some(Reverse((end, _, track))) = ends.pop() {
+        if res.is_err() {
+            break;
+        }
+        res = p.event(end, SLICE_END, track, |_| {});
+    }
+    t.names = names;
+    t.servers = servers;
+    res?;
+    p.w.flush()
+}
