@@ -23,7 +23,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -108,6 +108,12 @@ class SimResult:
     metrics: dict[str, Any]
     trace: dict[str, Any]
     config: dict[str, Any] | None = None
+    #: Where the trace was streamed (``simulate(trace_file=...)``); the
+    #: ``trace`` dict is then empty.
+    trace_file: Path | None = None
+    #: Per-job and per-request columns (``records`` in the configuration):
+    #: ``{"jobs": {...}, "requests": {...}}`` of NumPy arrays.
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def partial(self) -> bool:
@@ -150,6 +156,37 @@ class SimResult:
                 for t in self.metrics["tasks"] for j, c in enumerate(t["completions_ns"])]
         return Table("jobs", rows)
 
+    def job_records(self) -> dict[str, Any]:
+        """Every finished job (``records={"jobs": True}``; never capped), as
+        NumPy columns: ``task`` (index), ``task_name``, ``release_ns``,
+        ``completion_ns``, ``response_ns`` and ``late`` (bool). Empty
+        columns when the jobs were not recorded."""
+        import numpy as np
+
+        j = self.records.get("jobs", {})
+        names = np.array([t["name"] for t in self.metrics["tasks"]] or [""], dtype=object)
+        task = j.get("task", np.zeros(0, np.uint32))
+        rel = j.get("release_ns", np.zeros(0, np.uint64))
+        done = j.get("completion_ns", np.zeros(0, np.uint64))
+        return {"task": task, "task_name": names[task], "release_ns": rel,
+                "completion_ns": done, "response_ns": done - rel,
+                "late": j.get("late", np.zeros(0, np.uint8)).astype(bool)}
+
+    def request_records(self) -> dict[str, Any]:
+        """Every finished I/O request (``records={"requests": True}``), as
+        NumPy columns: ``device`` (index), ``device_name``, ``start_ns``
+        (submission or arrival), ``end_ns`` (return to the task) and
+        ``latency_ns``."""
+        import numpy as np
+
+        r = self.records.get("requests", {})
+        names = np.array([d["name"] for d in self.metrics["devices"]] or [""], dtype=object)
+        dev = r.get("device", np.zeros(0, np.uint32))
+        start = r.get("start_ns", np.zeros(0, np.uint64))
+        end = r.get("end_ns", np.zeros(0, np.uint64))
+        return {"device": dev, "device_name": names[dev], "start_ns": start, "end_ns": end,
+                "latency_ns": end - start}
+
     def windows(self) -> Table:
         """Per-window series in long form: one row per (``kind``, ``name``,
         ``window``) with ``start_ns`` and the value columns
@@ -170,12 +207,16 @@ class SimResult:
 
     def to_pandas(self, kind: str = "tasks") -> pandas.DataFrame:
         """``self.<kind>.to_pandas()`` for kind in tasks, servers, devices,
-        virqs, cpus, jobs, windows."""
+        virqs, cpus, jobs, windows; ``job_records`` and ``request_records``
+        give a DataFrame of those columns."""
+        if kind in ("job_records", "request_records"):
+            return _pandas().DataFrame(getattr(self, kind)())
         tables = {"tasks": lambda: self.tasks, "servers": lambda: self.servers,
                   "devices": lambda: self.devices, "virqs": lambda: self.virqs,
                   "cpus": lambda: self.cpus, "jobs": self.jobs, "windows": self.windows}
         if kind not in tables:
-            raise ValueError(f"kind: {kind!r} is not one of {', '.join(tables)}")
+            raise ValueError(f"kind: {kind!r} is not one of {', '.join(tables)}, job_records, "
+                         "request_records")
         return tables[kind]().to_pandas()
 
     def write(self, out_dir: Path | str, *, title: str = "irqlab simulation",
@@ -231,15 +272,23 @@ class ProgressLine:
 def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None,
              duration_ns: int | None = None,
              trace: bool | Mapping[str, Any] | None = None,
-             progress: bool | Callable[[int, int], None] = False) -> SimResult:
+             progress: bool | Callable[[int, int], None] = False,
+             trace_file: Path | str | None = None, trace_format: str = "json",
+             records: bool | Mapping[str, bool] | None = None) -> SimResult:
     """Simulate ``config`` (a :class:`~irqlab.model.LoadedModel` or its
     ``sim_config``; not modified). ``seed`` and ``duration_ns`` (integer ns)
     override the configured ones; ``trace=True`` records a Perfetto trace
     (or a dict ``{"enabled": True, "until": ns, "max_events": n}``);
     ``progress=True`` prints simulated time, speed and ETA on stderr (or
-    give a callable ``f(now_ns, duration_ns)``). The same configuration and
-    seed give the same metrics bit for bit. Ctrl-C raises
-    :class:`SimulationInterrupted` carrying the partial result."""
+    give a callable ``f(now_ns, duration_ns)``). ``trace_file`` streams the
+    trace to that file instead of returning it as a dict (tracing on;
+    ``trace_format`` "json" or "perfetto", Perfetto's protobuf format, for
+    large traces). ``records=True`` (or ``{"jobs": True, "requests":
+    True}``) keeps every job and I/O request, returned as NumPy columns
+    (:meth:`SimResult.job_records`, :meth:`SimResult.request_records`).
+    The same configuration and seed give the same metrics bit for bit.
+    Ctrl-C raises :class:`SimulationInterrupted` carrying the partial
+    result."""
     cfg = _config(config)
     for name, value in (("seed", seed), ("duration_ns", duration_ns)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
@@ -253,17 +302,37 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
         cfg["trace"] = trace
     if isinstance(cfg.get("trace"), bool):  # shorthand: trace on/off
         cfg["trace"] = {"enabled": cfg["trace"]}
+    if trace_format not in ("json", "perfetto"):
+        raise ValueError(f"trace_format: {trace_format!r} is not 'json' or 'perfetto'")
+    if trace_file is not None:
+        cfg["trace"] = {**cfg.get("trace", {}), "enabled": True}
+    if records is not None:
+        cfg["records"] = ({"jobs": records, "requests": records}
+                          if isinstance(records, bool) else dict(records))
     line = ProgressLine() if progress is True else None
     cb = line or (progress if callable(progress) else None)
     try:
-        metrics, tr, resolved, interrupted = _sim.run(json.dumps(cfg), cb)
+        path = None if trace_file is None else str(trace_file)
+        metrics, tr, resolved, interrupted, cols = _sim.run(json.dumps(cfg), cb, path,
+                                                            trace_format)
     finally:
         if line:
             line.close()
-    result = SimResult(json.loads(metrics), json.loads(tr), json.loads(resolved))
+    result = SimResult(metrics, json.loads(tr) if tr else {}, json.loads(resolved),
+                       trace_file=None if trace_file is None else Path(trace_file),
+                       records=_columns(cols))
     if interrupted:
         raise SimulationInterrupted(result)
     return result
+
+
+def _columns(raw: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, Any]]:
+    """The native byte columns as NumPy arrays (no copy)."""
+    import numpy as np
+
+    types = {"task": "<u4", "device": "<u4", "late": "u1"}
+    return {table: {k: np.frombuffer(v, dtype=types.get(k, "<u8")) for k, v in cols.items()}
+            for table, cols in raw.items()}
 
 
 def top_n(values: Mapping[str, float], n: int = PLOT_TOP_N) -> tuple[dict[str, float], str]:
@@ -289,7 +358,9 @@ def write_outputs(result: SimResult, out_dir: Path, *, title: str = "irqlab simu
     out_dir.mkdir(parents=True, exist_ok=True)
     files = [out_dir / "metrics.json"]
     files[0].write_text(json.dumps(result.metrics, indent=1, sort_keys=True) + "\n")
-    if result.trace.get("traceEvents"):  # tracing was on
+    if result.trace_file is not None and result.trace_file.exists():
+        files.append(result.trace_file)
+    elif result.trace.get("traceEvents"):  # tracing was on
         files.append(out_dir / "trace.json")
         files[-1].write_text(json.dumps(result.trace, sort_keys=True) + "\n")
     if result.config is not None:

@@ -27,14 +27,15 @@ const LIN: u64 = 1 << B;
 const HALF: u64 = 1 << (B - 1);
 
 /// Log-linear histogram of `u64` values (HDR-style): exact below 2^B, then
-/// 2^(B-1) buckets per power of two. Only the range of buckets between the
-/// lowest and the highest one used is stored (`counts[k]` is bucket
-/// `lo + k`), so a recorder costs memory in proportion to the spread of its
-/// values, not to their magnitude: a task whose responses all fall in one
-/// bucket keeps one counter, not the ~3,000 up to its bucket.
+/// 2^(B-1) buckets per power of two. Only the buckets used are stored, as
+/// two sorted columns (`idx[k]` is a bucket index, `counts[k]` its count;
+/// 12 bytes per used bucket), so a recorder costs memory in proportion to
+/// the number of distinct buckets its values fall in -- not to their
+/// magnitude nor to their spread: a task whose responses fall in two far
+/// apart buckets keeps two counters, not the range between them.
 #[derive(Clone, Debug, Default)]
 pub struct Histogram {
-    lo: usize,
+    idx: Vec<u32>,
     counts: Vec<u64>,
     total: u64,
     /// Smallest and largest recorded values (quantiles are clamped to them).
@@ -68,18 +69,27 @@ impl Histogram {
     }
 
     pub fn record(&mut self, v: u64) {
-        let i = Histogram::index(v);
-        if self.counts.is_empty() {
-            self.lo = i;
-            self.counts.push(0);
-        } else if i < self.lo {
-            let extra = self.lo - i;
-            self.counts.splice(0..0, core::iter::repeat_n(0, extra));
-            self.lo = i;
-        } else if i >= self.lo + self.counts.len() {
-            self.counts.resize(i - self.lo + 1, 0);
+        // at most LIN + 57 * HALF buckets: the index fits in u32
+        let i = Histogram::index(v) as u32;
+        // values mostly repeat the largest bucket so far: check it first
+        match self.idx.last() {
+            Some(&l) if l == i => {
+                if let Some(c) = self.counts.last_mut() {
+                    *c += 1;
+                }
+            }
+            Some(&l) if l < i => {
+                self.idx.push(i);
+                self.counts.push(1);
+            }
+            _ => match self.idx.binary_search(&i) {
+                Ok(k) => self.counts[k] += 1,
+                Err(k) => {
+                    self.idx.insert(k, i);
+                    self.counts.insert(k, 1);
+                }
+            },
         }
-        self.counts[i - self.lo] += 1;
         if self.total == 0 {
             (self.min, self.max) = (v, v);
         } else {
@@ -103,10 +113,10 @@ impl Histogram {
         }
         let rank = (libm::ceil(q.clamp(0.0, 1.0) * self.total as f64) as u64).max(1);
         let mut seen = 0;
-        for (k, &c) in self.counts.iter().enumerate() {
+        for (&i, &c) in self.idx.iter().zip(&self.counts) {
             seen += c;
             if seen >= rank {
-                let (lo, w) = Histogram::bucket(self.lo + k);
+                let (lo, w) = Histogram::bucket(i as usize);
                 return Some((lo + (w - 1)).clamp(self.min, self.max));
             }
         }
@@ -115,14 +125,10 @@ impl Histogram {
 
     /// Non-empty buckets as `(lowest value, width, count)`.
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
-        self.counts
-            .iter()
-            .enumerate()
-            .filter(|(_, &c)| c > 0)
-            .map(|(k, &c)| {
-                let (lo, w) = Histogram::bucket(self.lo + k);
-                (lo, w, c)
-            })
+        self.idx.iter().zip(&self.counts).map(|(&i, &c)| {
+            let (lo, w) = Histogram::bucket(i as usize);
+            (lo, w, c)
+        })
     }
 }
 
@@ -303,12 +309,21 @@ mod tests {
     }
 
     #[test]
-    fn histogram_stores_only_the_range_it_uses() {
+    fn histogram_stores_only_the_buckets_it_uses() {
         let mut h = Histogram::new();
         for _ in 0..1000 {
             h.record(5_000_000);
         }
         assert_eq!(h.counts.len(), 1, "one bucket for one value");
+        // far apart values: one counter each, not the range between them
+        let mut far = Histogram::new();
+        for v in [3, 5_000_000_000, 7_000, 3] {
+            far.record(v);
+        }
+        assert_eq!(far.idx.len(), 3);
+        let b: Vec<u64> = far.buckets().map(|(_, _, c)| c).collect();
+        assert_eq!(b, vec![2, 1, 1]);
+        assert_eq!(far.quantile(0.5), Some(3));
         // 1 ms .. 2 ms: parts of two powers of two (buckets of 4 and 8 us)
         for v in (1_000_000..2_000_000).step_by(997) {
             h.record(v);

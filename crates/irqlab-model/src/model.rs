@@ -109,7 +109,7 @@ pub struct Simulation {
     pub trace: bool,
     #[serde(default)]
     pub trace_until: Option<Duration>,
-    /// Trace events recorded at most (default 200,000); past it the trace
+    /// Trace events recorded at most (default 1,000,000); past it the trace
     /// is cut and the run says so.
     #[serde(default)]
     pub trace_max_events: Option<u64>,

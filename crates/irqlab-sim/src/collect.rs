@@ -305,17 +305,18 @@ impl Simulation {
         (m, self.trace)
     }
 
-    /// Give back the memory of windows cut by `truncate_windows`.
-    pub(crate) fn shrink_windows(&mut self) {
+    /// Every windowed series at `n` windows (new ones zero; allocated
+    /// once, at the start, by `bound_windows`).
+    pub(crate) fn resize_windows(&mut self, n: usize) {
         for c in &mut self.cpus {
-            c.calls_windows.shrink_to_fit();
-            c.ops_windows.shrink_to_fit();
+            c.calls_windows.resize(n, 0);
+            c.ops_windows.resize(n, 0);
         }
         for s in &mut self.servers {
-            s.windows.shrink_to_fit();
+            s.windows.resize(n, 0);
         }
         for d in &mut self.devices {
-            d.bytes_windows.shrink_to_fit();
+            d.bytes_windows.resize(n, 0);
         }
     }
 

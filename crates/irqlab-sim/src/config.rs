@@ -462,7 +462,7 @@ pub struct TraceCfg {
 }
 
 fn default_max_events() -> usize {
-    200_000
+    1_000_000
 }
 
 impl Default for TraceCfg {
@@ -574,7 +574,7 @@ pub struct SimConfig {
 }
 
 pub fn default_max_window_values() -> usize {
-    1 << 19
+    1 << 16
 }
 
 pub(crate) fn default_max_completions() -> usize {

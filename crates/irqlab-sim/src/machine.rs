@@ -171,7 +171,9 @@ impl Simulation {
     /// virtual interrupts), so indices -- and results -- are stable.
     pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
         cfg.check()?;
-        let nwin = cfg.duration.div_ceil(cfg.window) as usize;
+        // the windows are allocated once their number is bounded
+        // (`bound_windows`), not before
+        let nwin = 0;
         let ncpu = cfg.cpus;
         let seed = cfg.seed;
         let mut sim = Simulation {
@@ -257,22 +259,21 @@ impl Simulation {
         Ok(())
     }
 
-    /// Widen the metric windows to the smallest multiple of the configured
-    /// one for which every series together keeps at most
+    /// Allocate the metric windows, widened to the smallest multiple of
+    /// the configured one for which every series together keeps at most
     /// `max_window_values` values (memory flat in simulated time).
     fn bound_windows(&mut self) {
+        let nwin = self.cfg.duration.div_ceil(self.cfg.window) as usize;
         let series = self.servers.len() + 2 * self.cpus.len() + self.devices.len();
-        let want = self.nwin.saturating_mul(series.max(1));
+        let want = nwin.saturating_mul(series.max(1));
         let most = self.cfg.max_window_values.max(1);
-        if want <= most {
-            return;
+        if want > most {
+            let k = want.div_ceil(most) as u64;
+            self.requested_window = Some(self.cfg.window);
+            self.cfg.window = self.cfg.window.saturating_mul(k).min(self.cfg.duration);
         }
-        let k = want.div_ceil(most) as u64;
-        self.requested_window = Some(self.cfg.window);
-        self.cfg.window = self.cfg.window.saturating_mul(k).min(self.cfg.duration);
         self.nwin = self.cfg.duration.div_ceil(self.cfg.window) as usize;
-        self.truncate_windows(self.nwin);
-        self.shrink_windows();
+        self.resize_windows(self.nwin);
     }
 
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {

@@ -1,7 +1,9 @@
 """``irqlab simulate MODEL.yaml --out DIR [--seed N] [--duration D]``.
 
-Writes ``DIR/metrics.json`` (fields: docs/metrics.md), ``DIR/trace.json``
-(Perfetto) and PNG plots (``--no-plots`` skips them; their cost is bounded
+Writes ``DIR/metrics.json`` (fields: docs/metrics.md), with ``--trace``
+``DIR/trace.json`` (trace-event JSON) or, with ``--trace-format perfetto``,
+``DIR/trace.pftrace`` (Perfetto's protobuf format; both streamed from the
+simulator, not built in memory), and PNG plots (``--no-plots`` skips them; their cost is bounded
 for large models); prints a short summary, drops next to handled events. Progress
 (simulated time, speed, ETA) on a terminal or with ``--progress``; Ctrl-C
 stops cleanly: the outputs cover the time reached (``partial``), exit 130.
@@ -26,9 +28,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=None, help="override simulation.seed")
     p.add_argument("--duration", default=None, help="override simulation.duration, e.g. 2s")
     p.add_argument("--trace", action="store_true", help="record a Perfetto trace")
+    p.add_argument("--trace-format", choices=("json", "perfetto"), default="json",
+                   help="trace file format: json (trace.json) or perfetto (protobuf, "
+                        "trace.pftrace; smaller, for large traces)")
     p.add_argument("--trace-max-events", type=int, default=None, metavar="N",
                    help="trace events recorded at most (default: the model's "
-                        "simulation.trace_max_events, else 200000); past it the "
+                        "simulation.trace_max_events, else 1000000); past it the "
                         "trace is cut and a warning says so")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
@@ -63,11 +68,17 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     interrupted = False
     try:
-        result = simulate(cfg, progress=progress)
+        trace_file = None
+        if args.trace or args.report:
+            args.out.mkdir(parents=True, exist_ok=True)
+            name = "trace.pftrace" if args.trace_format == "perfetto" else "trace.json"
+            trace_file = args.out / name
+        result = simulate(cfg, progress=progress, trace_file=trace_file,
+                          trace_format=args.trace_format)
     except SimulationInterrupted as e:
         result, interrupted = e.result, True
     if result.metrics.get("trace_truncated"):
-        limit = result.trace.get("otherData", {}).get("max_events")
+        limit = (result.config or {}).get("trace", {}).get("max_events")
         print(f"warning: the trace reached its limit of {limit} events and was cut; "
               "raise --trace-max-events or simulation.trace_max_events", file=sys.stderr)
     files = write_outputs(result, args.out, title=args.model.stem, plots=not args.no_plots)
