@@ -8,10 +8,14 @@ measurement and reads its peak RSS and CPU time from ``wait4``:
   with the per-task completion lists off (``max_completions: 0``; they are
   bounded per task, and grow until the bound) and on (the default 10,000).
   The target: 2,000 s within 10 % of 20 s.
-* **Tracing on vs off** on 10 RM tasks over 200 s: CPU time of the whole
+* **Tracing on vs off** on the 10-task RM set of ``bench_sim_revisions``
+  (periods 10-100 ms) over 200 s: CPU time of the whole
   child (simulation and writing the file) with the trace streamed as JSON
   and as Perfetto protobuf, over the untraced run; file bytes and record
   memory per traced event.
+* **Results to Python**: ``irqlab.sim.simulate`` on 64 CPUs x 10 RM tasks
+  (20 s) against the Rust call alone (``run_config``'s own timing of
+  ``simulate``), both wall time, best of the rounds.
 
 Prints one JSON line per figure; rounds alternate (min/median/max).
 """
@@ -20,14 +24,18 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sim_revisions import partitioned  # noqa: E402
+
+from irqlab.tasksets import random_rm_taskset, rm_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "3"))
@@ -75,7 +83,10 @@ def main() -> int:
                               "rss_mb": {f"{d} s": spread(v) for d, v in rss.items()},
                               "ratio_2000s_over_20s": med[2000] / med[20]}), flush=True)
         cfg = work / "rm10.json"
-        cfg.write_text(json.dumps(partitioned(1, 10, 200 * S)))
+        tasks = random_rm_taskset(random.Random(2026), 10, min_period_ms=10, max_period_ms=100)
+        rm = rm_config(tasks, 200 * S)
+        rm["trace"] = {"max_events": 2_000_000}  # the traced runs are never cut
+        cfg.write_text(json.dumps(rm))
         cpu: dict[str, list[float]] = {"off": [], "json": [], "perfetto": []}
         lines = {}
         for _ in range(ROUNDS):
@@ -93,6 +104,21 @@ def main() -> int:
                               "format": fmt, "cpu_ratio": spread(ratios),
                               "trace_events": events, "file_bytes_per_event": size / events,
                               "memory_bytes_per_event": mem}), flush=True)
+        cfg64 = partitioned(64, 10, 20 * S)
+        f64 = work / "rm64.json"
+        f64.write_text(json.dumps(cfg64))
+        from irqlab.sim import simulate
+
+        py, rust = [], []
+        for _ in range(ROUNDS):
+            out = measure(exe, str(f64))[2]
+            rust.append(float(out.split(" events in ")[1].split(" s")[0]))
+            t0 = time.perf_counter()
+            simulate(cfg64)
+            py.append(time.perf_counter() - t0)
+        print(json.dumps({"figure": "simulate() from Python / Rust call, 64 CPUs x 10 tasks",
+                          "python_s": spread(py), "rust_s": spread(rust),
+                          "ratio_best": min(py) / min(rust)}), flush=True)
     return 0
 
 
