@@ -18,7 +18,6 @@ model's size (top-N and an "others" bar, stated in the title).
 
 from __future__ import annotations
 
-import copy
 import json
 import sys
 import time
@@ -230,7 +229,10 @@ def _config(config: LoadedModel | Mapping[str, Any]) -> dict[str, Any]:
     if not isinstance(cfg, Mapping):
         raise TypeError(f"simulate() takes a LoadedModel or its sim_config dict, not "
                         f"{type(config).__name__}")
-    return copy.deepcopy(dict(cfg))
+    # a shallow copy: simulate() only replaces top-level keys, never edits
+    # a nested value, so the caller's dict is not modified (a deep copy of
+    # a large model cost more than the simulation, issue 20)
+    return dict(cfg)
 
 
 class SimulationInterrupted(KeyboardInterrupt):
