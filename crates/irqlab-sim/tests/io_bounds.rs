@@ -286,6 +286,8 @@ fn machine(r: &mut Rng) -> SimConfig {
         overhead: Default::default(),
         max_completions: 10_000,
         dispatch_delay: 0,
+        max_window_values: irqlab_sim::config::default_max_window_values(),
+        records: Default::default(),
     }
 }
 
