@@ -64,13 +64,40 @@
 #define S_GAP_MIN    7   /* TSC ticks: a longer step in the busy loop is a gap */
 #define S_GAP_COUNT  8
 #define S_PING_TSC   9   /* guest TSC ticks of PING_COUNT exits */
+#define S_CAL_TICKS  10  /* guest: TSC ticks of CAL_ITERS iterations of its work loop (the fastest of 6) */
+#define S_NTASK      11  /* VMM: guest tasks in the task table (at most NTASK_MAX) */
+#define S_TIMER_MODE 12  /* guest: 1 = LAPIC TSC-deadline timer armed; 0 = no timer */
+#define S_TIMER_IRQS 13  /* guest: LAPIC timer interrupts taken */
+#define S_TASK_T0    14  /* guest: TSC of task time zero (releases: T0 + offset + k * period) */
+#define S_JOBS       15  /* guest: jobs completed (the first JOB_SLOTS are in the job log) */
+#define S_RDTSC_TSC  32  /* guest (FLAG_PING): TSC ticks of PING_COUNT rdtsc */
 #define S_DEV        16  /* per device d: S_DEV + d * 8 + ... */
 #define DV_PROD      0   /* VMM: descriptors produced */
 #define DV_CONS      1   /* guest: descriptors completed */
 #define DV_ISR       2   /* guest: ISR entries */
 #define DV_DSR       3   /* guest: DSR runs */
 #define DV_COST      4   /* VMM: guest TSC ticks of DSR work per descriptor */
+#define DV_PRIO      5   /* VMM: the DSR's priority in the guest scheduler (higher is more urgent) */
 #define S_GAPS       64  /* GAP_SLOTS pairs (start, end) of guest TSC */
 #define GAP_SLOTS    96
+#define S_TASK       256 /* per task t: S_TASK + t * 8 + ... */
+#define TK_PRIO      0   /* VMM: priority (>= 1; the background loop is 0) */
+#define TK_PERIOD    1   /* VMM: TSC ticks */
+#define TK_WCET      2   /* VMM: TSC ticks of compute per job */
+#define TK_OFFSET    3   /* VMM: TSC ticks from T0 to the first release */
+#define TK_RELEASES  4   /* guest: jobs released */
+#define TK_DONE      5   /* guest: jobs completed */
+#define NTASK_MAX    4
+#define CAL_ITERS    2048
+
+/* LAPIC timer vector: below the devices' (VEC_BASE + d), so a device
+ * interrupt pending at the same time is taken first. */
+#define TIMER_VEC    0x30
+
+/* Job log: JOB_SLOTS records of JOB_WORDS words (task, release, start,
+ * end; guest TSC), in completion order. */
+#define JOB_ADDR     0x11000
+#define JOB_SLOTS    1024
+#define JOB_WORDS    4
 
 #endif

@@ -55,14 +55,35 @@ pub const S_PANIC_RIP: u64 = 6;
 pub const S_GAP_MIN: u64 = 7;
 pub const S_GAP_COUNT: u64 = 8;
 pub const S_PING_TSC: u64 = 9;
+pub const S_CAL_TICKS: u64 = 10;
+pub const S_NTASK: u64 = 11;
+pub const S_TIMER_MODE: u64 = 12;
+pub const S_TIMER_IRQS: u64 = 13;
+pub const S_TASK_T0: u64 = 14;
+pub const S_JOBS: u64 = 15;
+pub const S_RDTSC_TSC: u64 = 32;
 pub const S_DEV: u64 = 16;
 pub const DV_PROD: u64 = 0;
 pub const DV_CONS: u64 = 1;
 pub const DV_ISR: u64 = 2;
 pub const DV_DSR: u64 = 3;
 pub const DV_COST: u64 = 4;
+pub const DV_PRIO: u64 = 5;
 pub const S_GAPS: u64 = 64;
 pub const GAP_SLOTS: u64 = 96;
+pub const S_TASK: u64 = 256;
+pub const TK_PRIO: u64 = 0;
+pub const TK_PERIOD: u64 = 1;
+pub const TK_WCET: u64 = 2;
+pub const TK_OFFSET: u64 = 3;
+pub const TK_RELEASES: u64 = 4;
+pub const TK_DONE: u64 = 5;
+pub const NTASK_MAX: usize = 4;
+pub const CAL_ITERS: u64 = 2048;
+pub const TIMER_VEC: u8 = 0x30;
+pub const JOB_ADDR: u64 = 0x11000;
+pub const JOB_SLOTS: u64 = 1024;
+pub const JOB_WORDS: u64 = 4;
 
 /// Guest-physical address of shared word `i`.
 pub const fn shared(i: u64) -> u64 {
@@ -71,6 +92,14 @@ pub const fn shared(i: u64) -> u64 {
 /// Guest-physical address of word `f` of device `d`'s block.
 pub const fn dev(d: usize, f: u64) -> u64 {
     shared(S_DEV + d as u64 * 8 + f)
+}
+/// Guest-physical address of word `f` of task `t`'s block.
+pub const fn task(t: usize, f: u64) -> u64 {
+    shared(S_TASK + t as u64 * 8 + f)
+}
+/// Guest-physical address of word `w` of job record `i`.
+pub const fn job(i: u64, w: u64) -> u64 {
+    JOB_ADDR + (i * JOB_WORDS + w) * 8
 }
 /// Guest-physical address of descriptor `i` (mod the ring) of device `d`.
 pub const fn desc(d: usize, i: u64) -> u64 {

@@ -342,6 +342,8 @@ pub struct DeviceReport {
     pub name: String,
     pub kind: &'static str,
     pub vector: u8,
+    /// Managed by vINT (its events may be held by the injection counter).
+    pub managed: bool,
     /// Host events read from the fd.
     pub received: u64,
     /// Descriptors published and interrupts injected.
@@ -360,7 +362,8 @@ pub struct DeviceReport {
     pub guest_dsr_runs: u64,
     pub send_errors: u64,
     pub inject_errors: u64,
-    /// Host event arrival (top half) to the injection ioctl.
+    /// Host event arrival (top half) to the injection ioctl (for a managed
+    /// interrupt this includes the time an event was held by the counter).
     pub to_inject: irqlab_rt::report::Latency,
     /// Arrival to guest ISR entry.
     pub to_isr: irqlab_rt::report::Latency,
@@ -397,6 +400,7 @@ impl DeviceReport {
             name: st.name.clone(),
             kind: st.kind,
             vector: VEC_BASE + d as u8,
+            managed: st.counter.is_some(),
             received: st.received,
             injected: st.injected,
             dropped: st.dropped,

@@ -6,7 +6,7 @@
 //! guest loader), [`devices`] (UDP NIC and timer devices, rings, the
 //! accounting), `host` (the physical ISR, the vINT releaser, the
 //! watchdog), [`machine`] (the servers, threads and report), `vcpu` (who runs the guest, exits), [`vint`] (pseudo-VCPUs
-//! and the injection counter, VINT §V), [`probe`] (which KVM features work here). The
+//! and the injection counter, VINT §V), [`tasks`] (periodic guest tasks), [`probe`] (which KVM features work here). The
 //! guest kernel is built from `guest/` by `build.rs` and embedded.
 //!
 //! Design principles: no second scheduler (VCPUs are irqlab-rt managed
@@ -23,6 +23,7 @@ mod host;
 pub mod machine;
 pub mod model;
 pub mod probe;
+pub mod tasks;
 mod vcpu;
 pub mod vint;
 pub mod vm;
@@ -30,6 +31,7 @@ pub mod vm;
 pub use devices::{DeviceConfig, DeviceKind, DeviceReport, EventRecord};
 pub use error::VmmError;
 pub use machine::{Stopped, VcpuServer, Vmm, VmmConfig, VmmReport};
+pub use tasks::{GuestTask, JobRecord, TaskReport};
 pub use vint::{PseudoVcpu, Replenish};
 
 /// The guest kernel built from `guest/` by `build.rs`.

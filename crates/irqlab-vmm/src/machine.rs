@@ -30,6 +30,7 @@ use serde::Serialize;
 use crate::abi::*;
 use crate::devices::{Backing, DevState, DeviceConfig, DeviceKind, DeviceReport, EventRecord};
 use crate::error::VmmError;
+use crate::tasks::{GuestSchedReport, GuestTask};
 use crate::vint::{Counter, PseudoVcpu, Replenish};
 use crate::vm::Vm;
 
@@ -61,6 +62,12 @@ pub struct VmmConfig {
     /// (time the VCPU did not run); zero: no gap log.
     pub gap_min: Nanos,
     pub devices: Vec<DeviceConfig>,
+    /// Per device (same index), its DSR's priority in the guest scheduler
+    /// (higher is more urgent); missing: above every task
+    /// (`tasks::default_dsr_priority`).
+    pub dsr_priorities: Vec<u64>,
+    /// Periodic guest tasks, released by the guest's LAPIC timer.
+    pub tasks: Vec<GuestTask>,
     /// Per device (same index), a pseudo-VCPU if vINT manages its virtual
     /// interrupt (VINT §V); missing or `None`: unmanaged.
     pub vint: Vec<Option<PseudoVcpu>>,
@@ -81,6 +88,8 @@ impl Default for VmmConfig {
             dsr_costs: Vec::new(),
             gap_min: Nanos::ZERO,
             devices: Vec::new(),
+            dsr_priorities: Vec::new(),
+            tasks: Vec::new(),
             vint: Vec::new(),
             watchdog: Nanos::from_ms(2000),
             console_limit: 64 << 10,
@@ -131,6 +140,7 @@ pub(crate) struct Shared {
     tsc_khz: AtomicU64,
     pub tsc_samples: Mutex<Vec<(u64, u64)>>,
     pub console_limit: usize,
+    pub tasks: Vec<GuestTask>,
 }
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -248,6 +258,21 @@ impl Vmm {
                 "must be at least 50 ms",
             ));
         }
+        crate::tasks::check(&cfg.tasks)?;
+        if let Some(d) = cfg.dsr_priorities.iter().position(|&p| p == 0) {
+            return Err(VmmError::config(
+                format!("dsr_priorities[{d}]"),
+                0,
+                "must be at least 1 (0 is the background loop)",
+            ));
+        }
+        if cfg.dsr_priorities.len() > cfg.devices.len() {
+            return Err(VmmError::config(
+                "dsr_priorities",
+                format!("{} entries", cfg.dsr_priorities.len()),
+                format!("at most one per device ({})", cfg.devices.len()),
+            ));
+        }
         if cfg.vint.len() > cfg.devices.len() {
             return Err(VmmError::config(
                 "vint",
@@ -293,8 +318,15 @@ impl Vmm {
         for d in 0..cfg.devices.len() {
             let cost = cfg.dsr_costs.get(d).copied().unwrap_or(cfg.dsr_cost);
             vm.store(dev(d, DV_COST), ticks(cost))?;
+            let prio = cfg
+                .dsr_priorities
+                .get(d)
+                .copied()
+                .unwrap_or_else(|| crate::tasks::default_dsr_priority(d));
+            vm.store(dev(d, DV_PRIO), prio)?;
         }
         vm.store(shared(S_GAP_MIN), ticks(cfg.gap_min))?;
+        crate::tasks::write_table(&vm, &cfg.tasks, ticks)?;
         let mut backings = Vec::new();
         let mut devs = Vec::new();
         for (i, d) in cfg.devices.iter().enumerate() {
@@ -346,6 +378,7 @@ impl Vmm {
             tsc_khz: AtomicU64::new(khz),
             tsc_samples: Mutex::new(Vec::new()),
             console_limit: cfg.console_limit,
+            tasks: cfg.tasks.clone(),
         });
 
         let mut rt = Runtime::new(cfg.rt.clone())?;
@@ -522,19 +555,19 @@ impl Vmm {
                 (conv(a), conv(b))
             })
             .collect();
+        // Mean cost of one of the guest's PING_COUNT timed operations.
+        let khz = sh.tsc_khz.load(Ordering::Relaxed).max(1) as f64;
+        let per_ping = |w| match sh.vm.load(shared(w)).unwrap_or(0) {
+            0 => None,
+            t => Some(t as f64 * 1e6 / khz / PING_COUNT as f64),
+        };
         let report = VmmReport {
             duration_ns: t_end.saturating_sub(self.t0).0,
             tsc_khz: sh.tsc_khz.load(Ordering::Relaxed),
             console: String::from_utf8_lossy(&lock(&sh.console)).into_owned(),
             heartbeat: sh.vm.load(shared(S_HEARTBEAT)).unwrap_or(0),
-            exit_round_trip_ns: match sh.vm.load(shared(S_PING_TSC)).unwrap_or(0) {
-                0 => None,
-                t => Some(
-                    t as f64 * 1e6
-                        / sh.tsc_khz.load(Ordering::Relaxed).max(1) as f64
-                        / PING_COUNT as f64,
-                ),
-            },
+            exit_round_trip_ns: per_ping(S_PING_TSC),
+            rdtsc_ns: per_ping(S_RDTSC_TSC),
             exits: ExitCounts {
                 io: sh.exits_io.load(Ordering::Relaxed),
                 done_port: sh.exits_done.load(Ordering::Relaxed),
@@ -545,6 +578,12 @@ impl Vmm {
             devices,
             events,
             gaps,
+            guest: crate::tasks::collect(
+                &sh.vm,
+                &sh.tasks,
+                &conv,
+                sh.tsc_khz.load(Ordering::Relaxed),
+            ),
             runtime: rt_report,
         };
         let error = lock(&sh.failure).take();
@@ -573,15 +612,21 @@ impl Drop for Vmm {
 impl VmmReport {
     /// The longest host stall of the run, in ns: how late the runtime's
     /// supervisor timer woke, or how long the top half took from an event
-    /// to its injection (nothing of the VMM's runs above either; another
-    /// user's real-time threads can).
+    /// to its injection on an unmanaged device (nothing of the VMM's runs
+    /// above either; another user's real-time threads can).
     pub fn host_stall_ns(&self) -> Option<u64> {
         let sup = self
             .runtime
             .as_ref()
             .into_iter()
             .flat_map(|r| r.supervisors.iter().filter_map(|s| s.timer_latency.max));
-        let top = self.devices.iter().filter_map(|d| d.to_inject.max);
+        // A managed interrupt's events may be held by the vINT counter on
+        // purpose: only unmanaged devices show the top half's delay.
+        let top = self
+            .devices
+            .iter()
+            .filter(|d| !d.managed)
+            .filter_map(|d| d.to_inject.max);
         sup.chain(top).max()
     }
 }
@@ -596,6 +641,8 @@ pub struct VmmReport {
     /// Mean cost of a port-I/O exit round trip (guest `out` to the VMM and
     /// back), measured by the guest with `FLAG_PING`.
     pub exit_round_trip_ns: Option<f64>,
+    /// Mean cost of one `rdtsc` in the guest (`FLAG_PING`).
+    pub rdtsc_ns: Option<f64>,
     pub exits: ExitCounts,
     pub devices: Vec<DeviceReport>,
     /// Every completed event (up to 65536 per device), host clock.
@@ -605,5 +652,7 @@ pub struct VmmReport {
     /// Intervals (host clock) in which the VCPU thread was parked: its
     /// server out of budget.
     pub vcpu_parks: Vec<(u64, u64)>,
+    /// The guest's scheduler: timer, periodic tasks, their jobs.
+    pub guest: GuestSchedReport,
     pub runtime: Option<irqlab_rt::Report>,
 }
