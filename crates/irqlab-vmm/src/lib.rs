@@ -16,6 +16,7 @@
 #![cfg(target_os = "linux")]
 
 pub mod abi;
+pub mod case;
 pub mod devices;
 pub mod elf;
 pub mod error;

@@ -316,16 +316,7 @@ fn rtt(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// VINT §VII-C / Figure 12 on this VMM: a decoder task (29.97 fps, 6 ms of
-/// work per frame, priority 5) and a busy loop in one guest VCPU
-/// (deferrable, 10 ms period), under a virtual interrupt storm (a host
-/// timer every 60 us; per event the guest's DSR works 40 us -- the case
-/// study's 10 us ISR and 30 us DSR -- at priority 10, above the decoder).
-/// Baseline: the VCPU has `util` % of 10 ms. vINT: it has `util` - 20 %,
-/// and the storm's interrupt a deferrable pseudo-VCPU of 2 ms / 10 ms at
-/// rank 1 whose counter allows ceil(10 ms / 1 ms) = 10 injections per
-/// period (the interrupt declared at 1 ms minimum inter-arrival time).
-/// `--no-storm`: the same guest without the storm device.
+/// VINT §VII-C / Figure 12 on this VMM (`irqlab_vmm::case::storm`).
 fn storm(args: &[String]) -> Result<(), String> {
     let scheme = args
         .iter()
@@ -338,52 +329,12 @@ fn storm(args: &[String]) -> Result<(), String> {
         s => return Err(format!("--scheme: {s:?} is not baseline or vint")),
     };
     let util = arg(args, "--util")?.unwrap_or(80);
-    if !(30..=100).contains(&util) || util % 10 != 0 {
-        return Err(format!(
-            "--util: {util} must be a multiple of 10 in 30..100 (percent)"
-        ));
-    }
     let with_storm = !args.iter().any(|a| a == "--no-storm");
     let secs = arg(args, "--seconds")?.unwrap_or(5);
     if !(1..=600).contains(&secs) {
         return Err(format!("--seconds: {secs} must be 1..600"));
     }
-    let ms = Nanos::from_ms;
-    let budget = ms(util / 10 - if vint { 2 } else { 0 });
-    let pseudo = PseudoVcpu {
-        budget: ms(2),
-        period: ms(10),
-        min_interarrival: ms(1),
-        policy: Replenish::Deferrable,
-        rank: 1,
-    };
-    let decoder = irqlab_vmm::GuestTask {
-        name: "mplayer".into(),
-        priority: 5,
-        period: Nanos::from_us(33_367),
-        wcet: ms(6),
-        offset: Nanos::ZERO,
-    };
-    let mut cfg = VmmConfig {
-        vcpu: VcpuServer::Deferrable {
-            budget,
-            period: ms(10),
-        },
-        flags: irqlab_vmm::abi::FLAG_BUSY,
-        tasks: vec![decoder],
-        dsr_cost: Nanos::from_us(40),
-        ..Default::default()
-    };
-    if with_storm {
-        cfg.devices = vec![DeviceConfig {
-            name: "storm".into(),
-            kind: DeviceKind::Timer {
-                period: Nanos::from_us(60),
-            },
-        }];
-        cfg.dsr_priorities = vec![10];
-        cfg.vint = vec![vint.then_some(pseudo)];
-    }
+    let cfg = irqlab_vmm::case::storm(util, vint, with_storm).map_err(|e| e.to_string())?;
     let vmm = boot(cfg)?;
     std::thread::sleep(Duration::from_secs(secs));
     let s = vmm.stop();
