@@ -11,8 +11,10 @@
 //! background task becomes the guest's busy loop; a managed virtual
 //! interrupt gets a pseudo-VCPU (VINT Eq. 1, or Eq. 2 with unmanaged
 //! interrupts on the VCPU, for `budget: auto`; §V-A order for
-//! `priority: auto`). Periodic guest tasks are refused: the guest kernel
-//! has no task scheduler yet.
+//! `priority: auto`); a periodic task becomes a task of the guest kernel's
+//! scheduler (released by its LAPIC timer), and a DSR task's priority the
+//! DSR's (at most `NTASK_MAX` periodic tasks; one DSR task's priority per
+//! virtual interrupt, the highest of its DSR tasks).
 //!
 //! Design principle: a pure translation, tested without KVM.
 
@@ -22,7 +24,7 @@ use irqlab_model::Model;
 
 use crate::abi::{FLAG_BUSY, NDEV};
 use crate::error::VmmError;
-use crate::{DeviceConfig, DeviceKind, PseudoVcpu, Replenish, VcpuServer, VmmConfig};
+use crate::{DeviceConfig, DeviceKind, GuestTask, PseudoVcpu, Replenish, VcpuServer, VmmConfig};
 
 /// A host event source feeding device `device`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,6 +81,7 @@ pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
         VmPolicy::Sporadic => Replenish::Sporadic,
     };
     let mut flags = 0;
+    let mut tasks = Vec::new();
     for (i, t) in v.tasks.iter().enumerate() {
         let is_dsr = g
             .virtual_interrupts
@@ -87,13 +90,30 @@ pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
         if t.background {
             flags |= FLAG_BUSY;
         } else if !is_dsr {
-            return Err(refuse(
-                format!("vms.guests[0].vcpus[0].tasks[{i}]"),
-                &t.name,
-                "periodic guest tasks are not run by the guest kernel yet (only DSR tasks and a background loop)",
-            ));
+            let field = format!("vms.guests[0].vcpus[0].tasks[{i}]");
+            let (Some(period), Some(wcet)) = (t.period, t.wcet) else {
+                return Err(refuse(
+                    field,
+                    &t.name,
+                    "a guest task is periodic (period and wcet), background, or a DSR task",
+                ));
+            };
+            tasks.push(GuestTask {
+                name: t.name.clone(),
+                priority: u64::from(t.priority),
+                period: period.0,
+                wcet: wcet.0,
+                offset: t.offset.map_or(Nanos::ZERO, |o| o.0),
+            });
         }
     }
+    crate::tasks::check(&tasks).map_err(|e| {
+        refuse(
+            "vms.guests[0].vcpus[0].tasks",
+            format!("{} periodic", tasks.len()),
+            &e.to_string(),
+        )
+    })?;
     if g.virtual_interrupts.len() > NDEV {
         return Err(refuse(
             "vms.guests[0].virtual_interrupts",
@@ -112,6 +132,7 @@ pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
         |x: &irqlab_model::model::VirtInterrupt| x.eoi.or(vms.eoi).map_or(Nanos::ZERO, |d| d.0);
     let mut devices = Vec::new();
     let mut dsr_costs = Vec::new();
+    let mut dsr_priorities = Vec::new();
     let mut sources = Vec::new();
     let mut vint = Vec::new();
     for (d, x) in g.virtual_interrupts.iter().enumerate() {
@@ -146,6 +167,16 @@ pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
             },
         });
         dsr_costs.push(x.isr.0 + dsr);
+        // The DSR runs at its most urgent DSR task's priority (above every
+        // task when it has none).
+        dsr_priorities.push(
+            x.dsr
+                .iter()
+                .map(|n| u64::from(dsr_prio(v, n)))
+                .max()
+                .filter(|&p| p > 0)
+                .unwrap_or_else(|| crate::tasks::default_dsr_priority(d)),
+        );
         sources.push(Source {
             name: p.name.clone(),
             device: d,
@@ -205,6 +236,8 @@ pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
             flags,
             devices,
             dsr_costs,
+            dsr_priorities,
+            tasks,
             vint,
             ..Default::default()
         },
@@ -231,15 +264,21 @@ mod tests {
     }
 
     #[test]
-    fn the_case_study_without_its_decoder_maps_by_hand() {
-        // The shipped case study has MPlayer, a periodic task: refused.
-        let e = from_model(&load(CASE)).unwrap_err().to_string();
-        assert!(e.contains("tasks[1]") && e.contains("mplayer"), "{e}");
-        let text = CASE.replace(
-            "            - {name: mplayer, priority: 5, wcet: 6ms, period: 33.367ms}\n",
-            "",
+    fn the_case_study_maps_by_hand() {
+        let r = from_model(&load(CASE)).expect("maps");
+        // MPlayer, a periodic task of the guest's scheduler; netperf-rx the
+        // DSR at its priority, above it.
+        assert_eq!(
+            r.cfg.tasks,
+            vec![GuestTask {
+                name: "mplayer".into(),
+                priority: 5,
+                period: Nanos::from_us(33_367),
+                wcet: Nanos::from_ms(6),
+                offset: Nanos::ZERO,
+            }]
         );
-        let r = from_model(&load(&text)).expect("maps");
+        assert_eq!(r.cfg.dsr_priorities, vec![10]);
         assert!(matches!(
             r.cfg.vcpu,
             VcpuServer::Deferrable { budget, period } if budget == Nanos::from_ms(2) && period == Nanos::from_ms(10)
@@ -272,19 +311,35 @@ mod tests {
 
     #[test]
     fn auto_budget_is_eq1() {
-        let text = CASE
-            .replace(
-                "            - {name: mplayer, priority: 5, wcet: 6ms, period: 33.367ms}\n",
-                "",
-            )
-            .replace(
-                "budget: 2ms, priority: auto}",
-                "budget: auto, priority: auto}",
-            );
+        let text = CASE.replace(
+            "budget: 2ms, priority: auto}",
+            "budget: auto, priority: auto}",
+        );
         let r = from_model(&load(&text)).expect("maps");
         // ceil(10 ms / 100 us) = 100 instances of isr 10 + eoi 2 + dsr 30 us.
         let p = r.cfg.vint[0].expect("managed");
         assert_eq!(p.budget, Nanos::from_us(100 * 42));
+    }
+
+    #[test]
+    fn more_periodic_tasks_than_the_guest_runs_are_refused() {
+        let five: String = (0..5)
+            .map(|i| {
+                format!(
+                    "            - {{name: t{i}, priority: {}, wcet: 1ms, period: 50ms}}\n",
+                    2 + i
+                )
+            })
+            .collect();
+        let text = CASE.replace(
+            "            - {name: mplayer, priority: 5, wcet: 6ms, period: 33.367ms}\n",
+            &five,
+        );
+        let e = from_model(&load(&text)).unwrap_err().to_string();
+        assert!(
+            e.contains("vcpus[0].tasks") && e.contains("at most 4"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -248,6 +248,16 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                 PORT_PING => Step::Go,
                 PORT_READY => {
                     sh.ready.store(true, Ordering::SeqCst);
+                    // An MSI that arrived before the guest enabled its LAPIC
+                    // was discarded (a software-disabled LAPIC accepts no
+                    // fixed interrupts), and a full ring injects no more:
+                    // the guest would never see those events. Raise each
+                    // device with published descriptors once more.
+                    for (d, m) in sh.devs.iter().enumerate() {
+                        if lock(m).prod > 0 && sh.vm.inject(VEC_BASE + d as u8).is_err() {
+                            lock(m).inject_errors += 1;
+                        }
+                    }
                     Step::Go
                 }
                 PORT_PANIC => {

@@ -4,8 +4,10 @@ and ``simulate`` read.
 
 The model's physical interrupts become UDP senders, its virtual interrupts
 guest devices (managed ones with their vINT pseudo-VCPUs), its VCPU a
-budgeted server of irqlab-rt; what the VMM cannot run (several guests or
-VCPUs, periodic guest tasks) is refused with the field and the reason.
+budgeted server of irqlab-rt, its periodic guest tasks tasks of the guest
+kernel's scheduler (released by the guest's LAPIC timer); what the VMM cannot
+run (several guests or VCPUs, more than four periodic tasks) is refused with
+the field and the reason.
 Prints, per virtual interrupt, the events and their handling time (host
 event -> end of the guest DSR, VINT Def. 2) and the servers' CPU shares.
 """
@@ -54,6 +56,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"{d['name']:<18} {src['sent']:>7} {d['injected']:>8} {d['completed']:>7} "
               f"{d['dropped']:>7} {d['pending']:>5}   {_us(h['p50'])} / {_us(h['p99'])} / "
               f"{_us(h['max'])}")
+    for t in r["tasks"]:
+        resp = t["response"]
+        print(f"guest task {t['name']:<12} released {t['releases']:>6} completed "
+              f"{t['completed']:>6}   response (us): p50 / max {_us(resp['p50'])} / "
+              f"{_us(resp['max'])}")
     for s in r["servers"] or []:
         print(f"server {s['name']:<16} {s['kind']:<11} share {100 * s['share']:5.1f} %")
     stall = r.get("host_stall_ns") or 0

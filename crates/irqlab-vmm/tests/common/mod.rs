@@ -44,7 +44,16 @@ pub fn host_stall(r: &irqlab_vmm::VmmReport) -> Option<u64> {
 /// `None` (the test skips, saying why) if the host stalled, else fail with
 /// the report.
 pub fn wait_completed(vmm: Vmm, d: usize, n: u64, secs: u64) -> Option<Vmm> {
-    if vmm.wait_for(Duration::from_secs(secs), |v| v.completed(d) == n) {
+    wait_until(vmm, d, n, secs, |c| c == n)
+}
+
+/// As `wait_completed`, for at least `n` completions.
+pub fn wait_completed_at_least(vmm: Vmm, d: usize, n: u64, secs: u64) -> Option<Vmm> {
+    wait_until(vmm, d, n, secs, |c| c >= n)
+}
+
+fn wait_until(vmm: Vmm, d: usize, n: u64, secs: u64, done: impl Fn(u64) -> bool) -> Option<Vmm> {
+    if vmm.wait_for(Duration::from_secs(secs), |v| done(v.completed(d))) {
         return Some(vmm);
     }
     let Stopped { report, error } = vmm.stop();
