@@ -2,21 +2,25 @@
  *
  * What it is: the VMM enters it in long mode (identity paging and GDT built
  * by the VMM). It installs an IDT, enables its local APIC (the in-kernel
- * LAPIC of KVM), and runs one background task. Each virtual device d has a
- * descriptor ring in guest memory and a virtual interrupt (vector
- * VEC_BASE + d, delivered by the VMM as an MSI): the ISR time-stamps the
- * descriptors it finds, sends the LAPIC EOI and marks its DSR pending; the
- * DSR (run before the background task, device 0 first: fixed priority)
- * time-stamps, does the device's configured work (DV_COST) per descriptor (the virtual
- * interrupt's cost C, VINT section III) and reports completion through
- * the paravirtual EOI port PORT_DONE, on which the VMM sends a NIC's echo
- * reply. CPU exceptions are reported with vector and RIP through
- * PORT_PANIC.
+ * LAPIC of KVM) and runs a fixed-priority scheduler (VINT section III's
+ * guest): each virtual device d has a descriptor ring in guest memory and
+ * a virtual interrupt (vector VEC_BASE + d, an MSI from the VMM) whose ISR
+ * time-stamps the new descriptors, sends the LAPIC EOI and makes the
+ * device's DSR ready; the DSR does the device's configured work (DV_COST)
+ * per descriptor and reports completion on the paravirtual EOI port
+ * PORT_DONE (the VMM then sends a NIC's echo). Periodic tasks, declared by
+ * the VMM in the shared page, are released by the LAPIC timer in
+ * TSC-deadline mode and log each job. Below everything runs a background
+ * loop (busy, or halted). CPU exceptions are reported with vector and RIP
+ * through PORT_PANIC.
  *
  * Design principles: no red zone (-mno-red-zone) and general registers
- * only in interrupt handlers (-mgeneral-regs-only); every timestamp is the
- * guest TSC written to guest memory (no exit on the hot path except the
- * completion port); the shared page words have a single writer each. */
+ * only (-mgeneral-regs-only); one stack, jobs run to completion, a more
+ * urgent one nested on the one it preempts; work is a calibrated loop
+ * (CPU time, not elapsed time); interrupts are never left disabled for
+ * long (pending injections wait for a VM exit otherwise, docs/vmm.md);
+ * every timestamp is the guest TSC written to guest memory; the shared
+ * page words have a single writer each. */
 #include "abi.h"
 
 typedef unsigned long u64;

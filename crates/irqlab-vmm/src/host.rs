@@ -89,15 +89,40 @@ pub(crate) fn releaser(sh: &Shared, rt: &RtHandle) {
     }
 }
 
+/// No progress this long on injected events: raise the device again.
+const RERAISE: Nanos = Nanos::from_ms(20);
+
 /// Stops a guest that makes no progress: boot not finished, or injected
 /// events not completed, for `limit`.
 pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
     let start = irqlab_rt::sys::now();
     let mut outstanding_since: Vec<Option<Nanos>> = vec![None; sh.devs.len()];
+    let mut reraised: Vec<Nanos> = vec![Nanos::ZERO; sh.devs.len()];
     while !sh.stop.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(10));
         let now = irqlab_rt::sys::now();
         let mut hang = None;
+        // A device whose injected events made no progress for RERAISE:
+        // raise its vector again and kick the runner out of KVM_RUN, so
+        // that KVM re-enters the guest and delivers what is pending (an
+        // MSI injected while the guest had interrupts disabled waits for
+        // a VM exit here, docs/vmm.md). Harmless otherwise: a vector
+        // already pending merges, and an extra ISR finds nothing new.
+        for (d, m) in sh.devs.iter().enumerate() {
+            let stale = {
+                let st = lock(m);
+                st.injected > st.completed
+                    && outstanding_since[d]
+                        .is_some_and(|t| now.saturating_sub(t.max(st.last_progress)) > RERAISE)
+            };
+            if stale && now.saturating_sub(reraised[d]) > RERAISE && sh.ready.load(Ordering::SeqCst)
+            {
+                reraised[d] = now;
+                sh.reraises.fetch_add(1, Ordering::Relaxed);
+                let _ = sh.vm.inject(crate::abi::VEC_BASE + d as u8);
+                sh.kick();
+            }
+        }
         if !sh.ready.load(Ordering::SeqCst) && now.saturating_sub(start) > limit {
             hang = Some("boot did not finish".to_string());
         }

@@ -106,6 +106,9 @@ pub struct ExitCounts {
     pub intr: u64,
     /// Slices of guest execution run by pseudo-VCPU threads (vINT).
     pub pseudo_slices: u64,
+    /// Times the watchdog raised a device again after 20 ms without
+    /// progress on its injected events (`host::watchdog`).
+    pub reraises: u64,
 }
 
 pub(crate) struct Shared {
@@ -137,6 +140,7 @@ pub(crate) struct Shared {
     pub exits_done: AtomicU64,
     pub exits_intr: AtomicU64,
     pub pseudo_slices: AtomicU64,
+    pub reraises: AtomicU64,
     tsc_khz: AtomicU64,
     pub tsc_samples: Mutex<Vec<(u64, u64)>>,
     pub console_limit: usize,
@@ -375,6 +379,7 @@ impl Vmm {
             exits_done: AtomicU64::new(0),
             exits_intr: AtomicU64::new(0),
             pseudo_slices: AtomicU64::new(0),
+            reraises: AtomicU64::new(0),
             tsc_khz: AtomicU64::new(khz),
             tsc_samples: Mutex::new(Vec::new()),
             console_limit: cfg.console_limit,
@@ -573,6 +578,7 @@ impl Vmm {
                 done_port: sh.exits_done.load(Ordering::Relaxed),
                 intr: sh.exits_intr.load(Ordering::Relaxed),
                 pseudo_slices: sh.pseudo_slices.load(Ordering::Relaxed),
+                reraises: sh.reraises.load(Ordering::Relaxed),
             },
             vcpu_parks: lock(&sh.parks).clone(),
             devices,

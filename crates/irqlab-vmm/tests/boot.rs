@@ -260,8 +260,10 @@ fn timer_ticks_are_injected_and_accounted() {
 /// 10 ms, the guest's first steps (console, IDT: about 1 ms of guest time
 /// here) span several periods, in which a 50 us tick fills the ring; the
 /// VMM raises the device again when the guest says it is ready.
-/// (Without that, the full ring injects nothing more and the guest never
-/// sees an event: the watchdog stall of a storm started at boot.)
+/// (Without that -- and without the watchdog's re-raise after 20 ms with
+/// no progress, which also recovers it -- the full ring injects nothing
+/// more and the guest never sees an event: the watchdog stall of a storm
+/// started at boot.)
 #[test]
 fn events_before_the_guest_is_ready_are_not_lost() {
     require_kvm!();

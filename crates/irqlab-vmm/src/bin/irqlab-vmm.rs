@@ -7,8 +7,8 @@
 //! * `irqlab-vmm rtt --scheme baseline|baseline_1ms|vint [--seconds S]` --
 //!   VINT Figure 10's UDP round trips on this VMM (JSON);
 //! * `irqlab-vmm storm --scheme baseline|vint [--util PCT] [--no-storm]
-//!   [--seconds S]` -- VINT Figure 12's decoder under an interrupt storm on
-//!   this VMM (JSON);
+//!   [--seconds S] [--summary]` -- VINT Figure 12's decoder under an
+//!   interrupt storm on this VMM (JSON; `--summary`: one line);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
 //!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US]` -- boot the
 //!   guest with a UDP NIC, send N datagrams one at a time (at least
@@ -348,6 +348,21 @@ fn storm(args: &[String]) -> Result<(), String> {
     let g = &s.report.guest;
     let dec = g.tasks.first().ok_or("no decoder task in the report")?;
     let seconds = s.report.duration_ns as f64 / 1e9;
+    if args.iter().any(|a| a == "--summary") {
+        let storm = s
+            .report
+            .devices
+            .first()
+            .map_or("no storm".to_string(), |d| {
+                format!("storm: {} of {} events injected", d.injected, d.received)
+            });
+        println!(
+            "VCPU {util} % {:<8} | decoder {:>5.1} fps (29.97 released) | {storm}",
+            if vint { "+ vINT" } else { "Baseline" },
+            dec.completed as f64 / seconds,
+        );
+        return Ok(());
+    }
     let mut devices = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
     strip_histograms(&mut devices);
     println!(
@@ -361,6 +376,7 @@ fn storm(args: &[String]) -> Result<(), String> {
             "timer_interrupts": g.timer_interrupts, "work_loop_ns": g.work_loop_ns,
             "devices": devices,
             "pseudo_slices": s.report.exits.pseudo_slices,
+            "reraises": s.report.exits.reraises,
             "host_stall_ns": s.report.host_stall_ns(),
             "servers": s.report.runtime.as_ref().map(|r| r.servers.iter()
                 .map(|v| serde_json::json!({"name": v.name, "budget_ns": v.budget_ns,
@@ -489,7 +505,7 @@ fn main() -> ExitCode {
         Some("rtt") => rtt(&args[1..]),
         Some("model") => model(&args[1..]),
         Some("storm") => storm(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--summary]".into()),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
