@@ -44,7 +44,11 @@ fn exit_round_trips_are_measured() {
     let rt = r.exit_round_trip_ns.expect("measured");
     assert!(r.exits.io >= PING_COUNT, "{:?}", r.exits);
     assert!(rt > 0.0);
-    println!("exit round trip {rt:.0} ns");
+    let rdtsc = r
+        .rdtsc_ns
+        .expect("rdtsc measured before the round trips are published");
+    assert!(rdtsc > 0.0);
+    println!("exit round trip {rt:.0} ns; guest rdtsc {rdtsc:.0} ns");
 }
 
 #[test]

@@ -31,7 +31,6 @@ from irqlab import plots, vmm
 from irqlab.experiments import Check, Result
 from irqlab.experiments import vint_case_storm as sim_storm
 from irqlab.experiments._vint_case import MS, SWITCH_OVERHEAD, US
-from irqlab.sim import simulate
 
 NAME = "vint-kvm-storm"
 TITLE = "VINT Figure 12 on the real VMM: decoder frame rate under an interrupt storm"
