@@ -63,3 +63,12 @@ def run(*args: str, timeout: float = 300.0) -> dict[str, Any]:
         raise VmmFailed(args, p.stderr.strip().removeprefix("irqlab-vmm: "))
     out: dict[str, Any] = json.loads(p.stdout)
     return out
+
+
+def switch_overhead(default: int) -> int:
+    """The simulator's VCPU switch overhead for an experiment on this machine:
+    the VM exit round trip measured by the guest (``irqlab-vmm exits``), or
+    ``default`` (the published estimate) when KVM cannot be used here."""
+    if kvm_unavailable() is not None:
+        return default
+    return round(run("exits")["exit_round_trip_ns"])

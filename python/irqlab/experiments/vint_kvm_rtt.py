@@ -92,9 +92,7 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
     why = vmm.kvm_unavailable()
     # The simulator's switch overhead fed with this machine's measured VM
     # exit round trip (the published estimate when KVM is not usable).
-    overhead = SWITCH_OVERHEAD
-    if why is None:
-        overhead = round(vmm.run("exits")["exit_round_trip_ns"])
+    overhead = vmm.switch_overhead(SWITCH_OVERHEAD)
     real: dict[str, dict[str, Any]] = {}
     if why is None:
         for s, arg in SCHEMES.items():
