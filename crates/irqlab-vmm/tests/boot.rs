@@ -285,7 +285,7 @@ fn events_before_the_guest_is_ready_are_not_lost() {
         ..Default::default()
     };
     let vmm = irqlab_vmm::Vmm::start(cfg).expect("VMM starts");
-    let Some(vmm) = common::wait_completed_at_least(vmm, 0, 100, 5) else {
+    let Some(vmm) = common::wait_completed_at_least(vmm, 0, 100, 15) else {
         return;
     };
     let r = common::stop_ok(vmm);
