@@ -119,6 +119,7 @@ def judge(d: dict[str, Any]) -> list[Check]:
             ordering("KVM: vINT's injections within its counter (counter / most injected)",
                      "at most 10 per 10 ms", 1 / max(injections_per_counter(real["vINT"]),
                                                      1e-9), 1,
+                     shown=round(1 / max(injections_per_counter(real["vINT"]), 1e-9), 2),
                      what="counter / injections", falsifier=ba),
         ]
     return checks
