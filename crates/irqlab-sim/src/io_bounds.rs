@@ -1,6 +1,6 @@
-//! The latency of a blocking read on a `quest` or `linux` machine -- from the task's
-//! request to its wake-up -- and the job demand of a periodic task that
-//! makes such reads, for `model_bounds`.
+//! The latency of a blocking read on a `quest` or `linux` machine -- from
+//! the task's request to its wake-up -- and the bounds of the tasks that
+//! make such reads, for `model_bounds`.
 //!
 //! A read of a USB endpoint or a disk goes through these steps, each
 //! bounded on its own and summed (every step starts when the previous one
@@ -24,18 +24,21 @@
 //!
 //! `Omega_Main` (USB-DIFFSERV Eq. 1) runs in the task's own thread after
 //! the wake-up: it is the task's execution, not the read's latency. The
-//! task's response is then the FP RTA over its server's supply with every
-//! read's latency counted as execution (the suspension-oblivious
-//! analysis, safe for the task and for the tasks below it; Chen et al.,
-//! "Many suspensions, many problems", §4).
+//! task's own response is bounded segment by segment (`segmented`: each
+//! run of computes by its RTA over the server's supply, plus every read's
+//! bound and every sleep); as interference on other tasks its whole job,
+//! reads included, counts as execution (`task_demand`: the
+//! suspension-oblivious analysis, safe; Chen et al., "Many suspensions,
+//! many problems", §4).
 //!
 //! On `linux` steps 4-5 are one: the bottom half runs in softirq context
 //! or in ksoftirqd, no later than at ksoftirqd's SCHED_FIFO priority
 //! (`linux_bottom_half`).
 //!
-//! Conditions on `quest` (otherwise the read says why it has no bound): the I/O VCPU serves this task alone (every device of its classes
-//! is a USB endpoint or disk requested by this task only, no `bind` phase
-//! moves one, no echo endpoint), so one request is outstanding at a time;
+//! Conditions on `quest` (otherwise the read says why it has no bound):
+//! the I/O VCPU serves this task alone (every device of its classes is a
+//! USB endpoint or disk requested by this task only, no `bind` phase moves
+//! one, no echo endpoint), so one request is outstanding at a time;
 //! `Omega_IO <= U T` (one budget serves a request); no explicit ranks on
 //! the CPU of the I/O VCPU (priorities are the periods). USB-DIFFSERV's
 //! own Eq. 1-3 (the paper's bound, without the device and top-half terms)
