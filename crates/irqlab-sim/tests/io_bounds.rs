@@ -23,6 +23,8 @@
 //! resource's blackout), so leaving the read latencies out of them goes
 //! unnoticed here; the reads' own check covers those terms.
 
+mod common;
+use common::Rng;
 use irqlab_sim::config::{
     ClassCfg, DeviceCfg, DeviceKind, InterruptPath, InterrupterCfg, Phase, PolicyCfg, Release,
     ServerCfg, SimConfig, TaskCfg, XhciCfg,
@@ -31,16 +33,6 @@ use irqlab_sim::model_bounds::model_bounds;
 use irqlab_sim::simulate;
 
 const U: u64 = 10_000; // 10 us
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
 
 fn server(name: String, policy: PolicyCfg) -> ServerCfg {
     ServerCfg {

@@ -18,6 +18,8 @@
 //! simulator (`tests/replenishment.rs` has the hand-checked cases); this
 //! test now runs with every policy.
 
+mod common;
+use common::Rng;
 use irqlab_sim::config::{
     ClassCfg, DeviceCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, ServerCfg,
     SimConfig, TaskCfg,
@@ -26,16 +28,6 @@ use irqlab_sim::model_bounds::model_bounds;
 use irqlab_sim::simulate;
 
 const U: u64 = 10_000; // 10 us
-
-struct Rng(u64);
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n.max(1)
-    }
-}
 
 /// A random machine; `budgets`: linux servers may be CBS too.
 fn machine(r: &mut Rng, path: InterruptPath, budgets: bool) -> SimConfig {

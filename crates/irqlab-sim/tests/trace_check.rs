@@ -9,8 +9,9 @@
 //! and one end ("f"), the end not before the start, each inside a slice
 //! of its track (where Perfetto binds it).
 
+mod common;
+use common::golden_configs;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use irqlab_sim::{simulate, SimConfig};
 use serde_json::Value;
@@ -146,23 +147,6 @@ pub fn check(trace: &Value) -> Vec<String> {
         }
     }
     errs
-}
-
-fn golden_configs() -> Vec<(String, SimConfig)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let mut out: Vec<(String, SimConfig)> = std::fs::read_dir(dir)
-        .expect("tests/golden exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".config.json"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).expect("readable");
-            let cfg: SimConfig = serde_json::from_str(&text).expect("valid config");
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-            (name.unwrap_or_default(), cfg)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
 }
 
 fn traced(mut cfg: SimConfig, max_events: usize) -> (irqlab_sim::Metrics, Value) {

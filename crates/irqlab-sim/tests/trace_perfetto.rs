@@ -12,10 +12,11 @@
 //! schedule as the JSON: the same slices (start, end, name) and as many
 //! counter values and flows.
 
+mod common;
+use common::golden_configs;
 use std::collections::{HashMap, HashSet};
-use std::path::PathBuf;
 
-use irqlab_sim::{simulate, SimConfig, TraceFormat};
+use irqlab_sim::{simulate, TraceFormat};
 use serde_json::Value;
 
 #[derive(Debug, Clone)]
@@ -228,23 +229,6 @@ fn summary_json(v: &Value) -> Summary {
         }
     }
     sum
-}
-
-fn golden_configs() -> Vec<(String, SimConfig)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden");
-    let mut out: Vec<(String, SimConfig)> = std::fs::read_dir(dir)
-        .expect("tests/golden exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with(".config.json"))
-        .map(|p| {
-            let text = std::fs::read_to_string(&p).expect("readable");
-            let cfg: SimConfig = serde_json::from_str(&text).expect("valid config");
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned());
-            (name.unwrap_or_default(), cfg)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
 }
 
 #[test]
