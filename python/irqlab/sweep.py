@@ -328,6 +328,12 @@ def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
             raise ValueError(f"vary.{path}: {e.args[0] if e.args else e}") from None
     for point in itertools.islice(g.points(), 1):
         if mode == "vint":
+            from irqlab.analysis import MAX_SETS
+
+            n = model.get("sets")
+            if isinstance(n, bool) or not isinstance(n, int) or not 0 < n <= MAX_SETS:
+                raise ValueError(f"vint.sets: {n!r} must be an integer in 1..{MAX_SETS} "
+                                 "(task sets per point)")
             try:
                 vint_point(g.point_model(point), point["seed"], sets=1)
             except (TypeError, ValueError) as e:
