@@ -84,6 +84,43 @@ def test_timer_triples_by_hand() -> None:
                          "expiry unknown (hrtimer started before the trace)": 1}
 
 
+def _tick(t_us: int, late_us: int) -> str:
+    """A tick at 100 s + ``t_us`` re-armed by hrtimer_forward (no start event),
+    entered ``late_us`` after its expiry, raising TIMER; softirq 2 us after exit."""
+    e = 100_000_000 + t_us + late_us  # us
+    return "".join(
+        f"          <idle>-0     [001] {f}   {(e + d) // 1_000_000}.{(e + d) % 1_000_000:06d}: {ev}\n"
+        for f, d, ev in (
+            ("d.h..", 0, "local_timer_entry: vector=236"),
+            ("d.h..", 0, f"hrtimer_expire_entry: hrtimer=000000aa function=tick_nohz_handler "
+                         f"now={(e * 1000)}"),
+            ("d.h..", 1, "softirq_raise: vec=1 [action=TIMER]"),
+            ("d.h..", 3, "local_timer_exit: vector=236"),
+            ("..s..", 5, "softirq_entry: vec=1 [action=TIMER]")))
+
+
+def test_forwarded_ticks_are_due_on_the_tick_grid() -> None:
+    # The tick was started once (expiry 100.004000 s), then re-armed by its own
+    # callback every 4 ms (HZ 250) without a start event; the third forward is
+    # skipped (NOHZ), so its due time is two periods later, not one.
+    start = ("          <idle>-0     [001] d..1.   100.000000: hrtimer_start: hrtimer=000000aa "
+             "function=tick_nohz_handler expires=100004000000 softexpires=100004000000 "
+             "mode=ABS was_armed=0\n")
+    trace = start + "".join(_tick(t, late) for t, late in
+                            ((4000, 7), (8000, 11), (12000, 5), (20000, 9)))
+    ev = kt.parse(trace)
+    assert kt.tick_period(ev, 1) == 4_000_000
+    t = kt.timer_triples(ev, 1, kt.IDENTITY)
+    assert t.id == [7_000.0, 11_000.0, 5_000.0, 9_000.0]
+    assert t.ie == [3_000.0] * 4 and t.bhd == [2_000.0] * 4 and not t.skipped
+    # without the grid (a trace too short to tell the period) only the first
+    # tick, the one with a start event, is usable: an expiry is consumed, never
+    # reused for the next tick (that would read 4.011 ms)
+    t = kt.timer_triples(kt.parse(start + _tick(4000, 7) + _tick(8000, 11)), 1, kt.IDENTITY)
+    assert t.id == [7_000.0]
+    assert t.skipped == {"expiry unknown (hrtimer started before the trace)": 1}
+
+
 def test_net_triples_by_hand() -> None:
     t = kt.net_triples(kt.parse(NET_TRACE), 1, kt.IDENTITY)
     # IPI entry - send; exit - entry; the UDP socket callback - exit

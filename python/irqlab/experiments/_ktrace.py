@@ -166,14 +166,60 @@ class Triples:
         self.ie.append(e)
         self.bhd.append(b)
 
+    def extend(self, other: Triples) -> None:
+        """Append ``other``'s events and add its skip counts."""
+        self.id += other.id
+        self.ie += other.ie
+        self.bhd += other.bhd
+        for why, n in other.skipped.items():
+            self.skipped[why] = self.skipped.get(why, 0) + n
+
     def __len__(self) -> int:
         return len(self.id)
+
+
+_HZ_CANDIDATES = (100, 250, 300, 1000)  # the kernel's CONFIG_HZ choices
+
+
+def tick_period(events: list[Event], cpu: int) -> int | None:
+    """The scheduler tick's period (ns) on ``cpu``: the median gap between
+    consecutive expiries of the tick hrtimer (its ``now``), snapped to the
+    nearest 1e9 / CONFIG_HZ; None when there are too few ticks to tell or the
+    gap matches no HZ within 10 %."""
+    nows = [int(e.args["now"]) for e in events
+            if e.cpu == cpu and e.name == "hrtimer_expire_entry"
+            and "tick" in e.args.get("function", "") and e.args.get("now", "").isdigit()]
+    gaps = sorted(b - a for a, b in zip(nows, nows[1:], strict=False) if b > a)
+    if len(gaps) < 3:
+        return None
+    med = gaps[len(gaps) // 2]
+    best = min((round(1e9 / hz) for hz in _HZ_CANDIDATES), key=lambda p: abs(p - med))
+    return best if abs(best - med) <= 0.1 * best else None
+
+
+def _due(expires: dict[str, int], e: Event, tick: int | None) -> int | None:
+    """The expiry of the hrtimer that ``e`` (an ``hrtimer_expire_entry``)
+    runs, known from its last ``hrtimer_start`` and consumed by this expiry.
+    The tick's hrtimer is re-armed by ``hrtimer_forward`` in its own callback,
+    with no start event, so it stays known: due on its last start's grid of
+    tick periods (the latest grid point at or before ``now``)."""
+    h = e.args.get("hrtimer", "")
+    due = expires.pop(h, None)
+    if due is None or tick is None or "tick" not in e.args.get("function", ""):
+        return due
+    with suppress(KeyError, ValueError):
+        now = int(e.args["now"])
+        if now - due >= tick:
+            due += (now - due) // tick * tick
+    expires[h] = due
+    return due
 
 
 def timer_triples(events: list[Event], cpu: int, clock: Clock) -> Triples:
     """Figure 1: local timer interrupts of ``cpu`` that expire an hrtimer and
     raise the timer softirq."""
     out = Triples()
+    tick = tick_period(events, cpu)
     expires: dict[str, int] = {}  # hrtimer -> expiry (ns) of its last start
     irq: dict | None = None  # the open interrupt
     waiting: float | None = None  # exit time of an irq whose softirq is awaited
@@ -188,7 +234,7 @@ def timer_triples(events: list[Event], cpu: int, clock: Clock) -> Triples:
         if e.name == "local_timer_entry":
             irq = {"entry": clock.ns(e.ts), "due": None, "raised": False}
         elif irq is not None and e.name == "hrtimer_expire_entry":
-            due = expires.get(e.args.get("hrtimer", ""))
+            due = _due(expires, e, tick)
             if due is not None and (irq["due"] is None or due < irq["due"]):
                 irq["due"] = due
         elif irq is not None and e.name == "softirq_raise" and _vec(e) == SOFTIRQ_TIMER:
@@ -260,6 +306,12 @@ def _vec(e: Event) -> int:
         return int(e.args.get("vec", "-1"))
     except ValueError:
         return -1
+
+
+def stat(xs: list[float], key: str) -> float:
+    """One column of :func:`summary`; NaN when there are no samples (a ratio
+    of NaN holds no band, so a claim with nothing measured fails)."""
+    return summary(xs).get(key, float("nan"))
 
 
 def summary(xs: list[float]) -> dict[str, float]:

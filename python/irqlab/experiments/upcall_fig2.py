@@ -43,20 +43,15 @@ IPI_NOTE = ("the packet's interrupt here is the RPS inter-processor interrupt, w
             "callback takes a few microseconds on a current CPU: ID dominates")
 
 
-def bhd_ratio(m: dict[str, list[float]]) -> float:
-    """mean BHD / mean (ID + IE)."""
-    return ratio(kt.summary(m["BHD"])["mean"], kt.summary(m["ID+IE"])["mean"])
-
-
 def std_ratio(m: dict[str, list[float]]) -> float:
     """std BHD / std (ID + IE)."""
-    return ratio(kt.summary(m["BHD"])["std"], kt.summary(m["ID+IE"])["std"])
+    return ratio(kt.stat(m["BHD"], "std"), kt.stat(m["ID+IE"], "std"))
 
 
 def load_growth(m0: dict[str, list[float]], m2: dict[str, list[float]]) -> float:
     """How much more the mean BHD grows from idle to loaded than the mean
     ID+IE: (BHD_2 / BHD_0) / ((ID+IE)_2 / (ID+IE)_0)."""
-    mean = lambda m, k: kt.summary(m[k])["mean"]  # noqa: E731
+    mean = lambda m, k: kt.stat(m[k], "mean")  # noqa: E731
     return ratio(ratio(mean(m2, "BHD"), mean(m0, "BHD")),
                  ratio(mean(m2, "ID+IE"), mean(m0, "ID+IE")))
 
@@ -75,8 +70,9 @@ def result(out_dir: Path, timer: dict, net: dict, info: dict) -> Result:
     checks = [
         band_check("network: BHD (to the socket callback) exceeds ID+IE "
                    "(mean BHD / mean (ID+IE), idle)",
-                   round(PAPER["BHD"][0] / PAPER["ID+IE"][0], 2), bhd_ratio(idle_n), 1.0, 20.0,
-                   "timer events (Fig. 1: BHD at interrupt exit)", bhd_ratio(idle_t),
+                   round(PAPER["BHD"][0] / PAPER["ID+IE"][0], 2), fig1.bhd_fraction(idle_n),
+                   1.0, 20.0,
+                   "timer events (Fig. 1: BHD at interrupt exit)", fig1.bhd_fraction(idle_t),
                    note=IPI_NOTE),
         band_check("network: BHD is far more variable than ID+IE "
                    "(std BHD / std (ID+IE), idle)",
