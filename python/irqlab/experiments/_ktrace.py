@@ -61,6 +61,7 @@ TIMER_EVENTS = [
     "irq_vectors/local_timer_entry",
     "irq_vectors/local_timer_exit",
     "timer/hrtimer_start",
+    "timer/hrtimer_cancel",
     "timer/hrtimer_expire_entry",
     "irq/softirq_raise",
     "irq/softirq_entry",
@@ -228,6 +229,11 @@ def timer_triples(events: list[Event], cpu: int, clock: Clock) -> Triples:
         if e.name == "hrtimer_start":
             with suppress(KeyError, ValueError):
                 expires[e.args["hrtimer"]] = int(e.args["expires"])
+            continue
+        if e.name == "hrtimer_cancel":
+            # NOHZ idle cancels the tick and re-arms it later: the old expiry
+            # is not the one the interrupt serves
+            expires.pop(e.args.get("hrtimer", ""), None)
             continue
         if e.cpu != cpu:
             continue
