@@ -39,6 +39,18 @@ pub enum InterruptPath {
     Hypervisor,
 }
 
+impl InterruptPath {
+    /// The path's name as the model spells it (`machine.path`).
+    pub fn name(self) -> &'static str {
+        match self {
+            InterruptPath::Quest => "quest",
+            InterruptPath::QuestNoIovcpu => "quest-no-iovcpu",
+            InterruptPath::Linux => "linux",
+            InterruptPath::Hypervisor => "hypervisor",
+        }
+    }
+}
+
 /// Parameters of the `linux` interrupt path.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -156,8 +156,8 @@ pub fn read_latency(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) ->
 fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoTerms, String> {
     if !matches!(cfg.path, InterruptPath::Quest | InterruptPath::Linux) {
         return Err(format!(
-            "blocking I/O on the {:?} path is not covered (docs/analysis.md)",
-            cfg.path
+            "blocking I/O on the {} path is not covered (docs/analysis.md)",
+            cfg.path.name()
         ));
     }
     let dev = &cfg.devices[d];

@@ -215,7 +215,7 @@ pub fn model_bounds(cfg: &SimConfig) -> Result<ModelBounds, SimError> {
         .map(|(ti, d)| read_latency(cfg, &sources, ti, d))
         .collect();
     Ok(ModelBounds {
-        path: format!("{:?}", cfg.path).to_lowercase(),
+        path: cfg.path.name().to_string(),
         io,
         ok: failures.is_empty(),
         failures,

@@ -457,3 +457,28 @@ fn linux_reads_within_bounds() {
         "only {n:?} bounded"
     );
 }
+
+#[test]
+fn uncovered_path_is_named_as_the_model_spells_it() {
+    let yaml = "machine: {cpus: 1, path: quest-no-iovcpu}
+vcpus:
+  - {name: low, policy: sporadic, budget: 1ms, period: 20ms}
+tasks:
+  - {name: low, vcpu: low, program: [{forever: [{read: disk}]}]}
+devices:
+  - {name: disk, kind: disk, class: ata, latency: 1ms, top_half: 10us,
+     per_sector: 120us, sectors: 2, sector: 2048B}
+";
+    let (m, _) = irqlab_model::load_str(yaml).expect("valid model");
+    let cfg = irqlab_sim::lower::from_model(&m, std::path::Path::new(".")).expect("lowers");
+    let b = model_bounds(&cfg).expect("bounds");
+    assert_eq!(b.path, "quest-no-iovcpu");
+    let note = b.io[0]
+        .note
+        .as_deref()
+        .expect("not bounded, with the reason");
+    assert!(
+        note.contains("on the quest-no-iovcpu path is not covered"),
+        "{note}"
+    );
+}
