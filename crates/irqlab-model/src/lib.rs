@@ -9,6 +9,7 @@
 //! simulator lowers a validated `Model` into its own resolved form.
 
 pub mod costs;
+pub mod handling;
 pub mod limits;
 pub mod model;
 pub mod units;
@@ -73,5 +74,7 @@ pub fn load_costs_str(text: &str) -> Result<(costs::Costs, Vec<String>), LoadErr
     }
 }
 
+#[cfg(test)]
+mod handling_tests;
 #[cfg(test)]
 mod tests;

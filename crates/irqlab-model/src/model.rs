@@ -43,6 +43,92 @@ pub struct Model {
     /// simulator and the analysis charge it. Absent: today's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub costs: Option<crate::costs::Costs>,
+    /// Options of the real run (`irqlab run`, `irqlab compare`'s real
+    /// column) only: where and how the threads run, not what the system
+    /// is. The simulator and the analysis do not read them (docs/model.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<RunOptions>,
+}
+
+/// How `irqlab run` carries a model out on this machine (`runtime:`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(deny_unknown_fields)]
+pub struct RunOptions {
+    /// The real CPU of each model CPU (one per `machine.cpus`, distinct);
+    /// default: the last allowed CPUs.
+    #[serde(default)]
+    pub cpus: Option<Vec<u32>>,
+    /// The real CPU of the event generators; default: an allowed CPU the
+    /// run does not manage, if there is one.
+    #[serde(default)]
+    pub generator_cpu: Option<u32>,
+    /// Refuse to run without SCHED_FIFO instead of falling back to
+    /// park-only mode.
+    #[serde(default)]
+    pub require_fifo: bool,
+    /// How the runtime's top half waits for events.
+    #[serde(default)]
+    pub backend: RunBackend,
+    /// Keep the first N raw dispatch latencies of each event path in the
+    /// report (`runtime.events[].dispatch_samples_ns`).
+    #[serde(default)]
+    pub report_samples: usize,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunBackend {
+    #[default]
+    Epoll,
+    IoUring,
+}
+
+/// Where a generic device's events come from in a real run (the simulator
+/// draws the same arrival process, `min_interarrival` plus `jitter`, for
+/// every source).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Source {
+    /// An eventfd a generator thread writes (several arrivals before a
+    /// read are one count).
+    #[default]
+    Eventfd,
+    /// A kernel timer (timerfd) firing every `min_interarrival` exactly.
+    Timerfd,
+    /// A pipe a generator thread writes 8-byte items into.
+    Pipe,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum UpcallMode {
+    /// The handler runs in the runtime's top half under its own sporadic
+    /// server `(budget, period)` (UPCALL §3.2); the device has no class.
+    #[default]
+    User,
+    /// An eBPF handler runs in the kernel's network softirq (nic only),
+    /// `budget` of handler time (and at most `events` events) per `period`
+    /// per CPU; the events past the budget go to the device's class.
+    Kernel,
+}
+
+/// A device whose events are handled by an upcall instead of a bottom half
+/// on an I/O VCPU (`devices[].upcall`). The handler's work per item is the
+/// device's `bottom_half` (nic) or `dsr` (generic).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Upcall {
+    #[serde(default)]
+    pub mode: UpcallMode,
+    pub budget: Duration,
+    pub period: Duration,
+    /// kernel mode: at most this many events handled per period too.
+    #[serde(default)]
+    pub events: Option<u64>,
+    /// kernel mode: without BPF privilege or support, leave every event to
+    /// the class (with a warning) instead of failing.
+    #[serde(default)]
+    pub fallback: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema, Default)]
@@ -347,6 +433,12 @@ pub struct Device {
     pub dsr: Option<Duration>,
     #[serde(default)]
     pub start: Option<Duration>,
+    /// How a real run produces the events (default eventfd).
+    #[serde(default)]
+    pub source: Option<Source>,
+    // nic and generic: handled by an upcall instead of a bottom half
+    #[serde(default)]
+    pub upcall: Option<Upcall>,
     // usb
     #[serde(default)]
     pub controller: Option<String>,

@@ -19,7 +19,7 @@ use crate::limits::{
 };
 use crate::model::{
     ArrivalKind, AutoDuration, AutoPriority, DeviceKindName, MapEntry, Model, PathKind, Policy,
-    Step, VcpuKind, Vint, VmPolicy, Vms,
+    Step, UpcallMode, VcpuKind, Vint, VmPolicy, Vms,
 };
 
 /// One violation: where, what, which rule.
@@ -173,6 +173,7 @@ pub fn validate(m: &Model) -> Report {
             }
         }
     }
+    crate::handling::check_runtime(&mut r, m);
     match (&m.vms, m.machine.path) {
         (Some(vms), PathKind::Hypervisor) => validate_vms(&mut r, vms, cpus),
         (None, PathKind::Hypervisor) => r.err(
@@ -520,13 +521,16 @@ pub fn validate(m: &Model) -> Report {
         let (required, optional): (&[&str], &[&str]) = match d.kind {
             DeviceKindName::Nic => (
                 &["arrival", "top_half", "bottom_half", "packet"],
-                &["buffer", "ring"],
+                &["buffer", "ring", "upcall"],
             ),
             DeviceKindName::Disk => (
                 &["latency", "top_half", "per_sector", "sectors", "sector"],
                 &[],
             ),
-            DeviceKindName::Generic => (&["min_interarrival", "isr", "dsr"], &["jitter", "start"]),
+            DeviceKindName::Generic => (
+                &["min_interarrival", "isr", "dsr"],
+                &["jitter", "start", "source", "upcall"],
+            ),
             DeviceKindName::Usb => (
                 &["controller", "rate", "omega_io"],
                 &["request", "jitter", "kfree", "echo_of"],
@@ -554,6 +558,8 @@ pub fn validate(m: &Model) -> Report {
             ("omega_io", d.omega_io.is_some()),
             ("kfree", d.kfree.is_some()),
             ("echo_of", d.echo_of.is_some()),
+            ("source", d.source.is_some()),
+            ("upcall", d.upcall.is_some()),
         ];
         let kind = format!("{:?}", d.kind).to_lowercase();
         for (f, g) in given {
@@ -564,13 +570,19 @@ pub fn validate(m: &Model) -> Report {
                 r.err(p(f), "missing", format!("a {kind} device needs it"));
             }
         }
-        if device_class(m, &d.name).is_none() {
+        let user_upcall = d
+            .upcall
+            .as_ref()
+            .is_some_and(|u| u.mode == UpcallMode::User);
+        if device_class(m, &d.name).is_none() && !user_upcall {
             r.err(
                 p("class"),
                 "missing",
-                "every device is bound to an I/O class (class: or bindings:)",
+                "every device is bound to an I/O class (class: or bindings:) or handled by a \
+                 user upcall",
             );
         }
+        crate::handling::check_device(&mut r, m, i, d);
         if let Some(a) = &d.arrival {
             let need: &[&str] = match a.kind {
                 ArrivalKind::Periodic | ArrivalKind::Flood => &["interval"],

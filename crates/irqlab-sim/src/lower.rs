@@ -19,9 +19,10 @@
 
 use std::path::Path;
 
+use irqlab_model::handling::upcall_server;
 use irqlab_model::model::{
     ArrivalKind, AutoDuration, AutoPriority, DeviceKindName, InheritMode, Ksoftirqd, MapEntry,
-    PathKind, Policy, Step, VmPolicy, Vms,
+    PathKind, Policy, Step, UpcallMode, VmPolicy, Vms,
 };
 use irqlab_model::{class_names, device_class, units::parse_duration, Model};
 
@@ -66,9 +67,13 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         let vms = m.vms.as_ref().ok_or_else(|| missing("vms".into(), "vms"))?;
         return from_vms(m, vms);
     }
-    let classes = class_names(m);
+    // A user upcall (irqlab_model::handling) is its own class, served by a
+    // sporadic server of the upcall's budget above every VCPU of its CPU.
+    let upcalls = upcall_servers(m);
+    let mut classes = class_names(m);
+    classes.extend(upcalls.iter().map(|s| s.name.clone()));
     let class_idx = |c: &str, path: &str| index(&classes, c, |x| x.as_str(), path);
-    let servers = m
+    let mut servers: Vec<ServerCfg> = m
         .vcpus
         .iter()
         .map(|v| {
@@ -115,6 +120,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
             }
         })
         .collect();
+    servers.extend(upcalls);
     let dev_idx = |d: &str, path: &str| index(&m.devices, d, |x| x.name.as_str(), path);
     fn steps(
         s: &[Step],
@@ -178,8 +184,10 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
     let mut devices = Vec::new();
     for (i, d) in m.devices.iter().enumerate() {
         let path = format!("devices[{i}]");
-        let class =
-            device_class(m, &d.name).ok_or_else(|| missing(format!("{path}.class"), "class"))?;
+        let own = upcall_server(&d.name);
+        let class = device_class(m, &d.name)
+            .or_else(|| d.upcall.is_some().then_some(own.as_str()))
+            .ok_or_else(|| missing(format!("{path}.class"), "class"))?;
         let kind = match d.kind {
             DeviceKindName::Nic => {
                 let a = d
@@ -271,7 +279,11 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         let iovcpu = m
             .vcpus
             .iter()
-            .position(|v| v.io_class.as_deref() == Some(c.as_str()));
+            .position(|v| v.io_class.as_deref() == Some(c.as_str()))
+            .or_else(|| {
+                let k = servers[m.vcpus.len()..].iter().position(|s| &s.name == c)?;
+                Some(m.vcpus.len() + k)
+            });
         let consumer = match m
             .classes
             .iter()
@@ -364,6 +376,30 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         costs::apply(&mut cfg, c);
     }
     Ok(cfg)
+}
+
+/// The servers of the model's user upcalls, in device order: each runs its
+/// device's handler under the upcall's `(budget, period)` at rank 0, above
+/// every VCPU of the device's CPU, as irqlab-rt's top half runs it above
+/// every managed thread (UPCALL §3.2).
+fn upcall_servers(m: &Model) -> Vec<ServerCfg> {
+    m.devices
+        .iter()
+        .filter_map(|d| {
+            let u = d.upcall.as_ref().filter(|u| u.mode == UpcallMode::User)?;
+            Some(ServerCfg {
+                name: upcall_server(&d.name),
+                cpu: d.cpu as usize,
+                policy: PolicyCfg::Sporadic {
+                    budget: u.budget.0.as_ns(),
+                    period: u.period.0.as_ns(),
+                    max_repl: irqlab_core::DEFAULT_MAX_REPL,
+                    background: false,
+                },
+                rank: Some(0),
+            })
+        })
+        .collect()
 }
 
 /// The trace settings of the model's `simulation` section.
