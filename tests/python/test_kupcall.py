@@ -1,4 +1,5 @@
-"""``irqlab run`` with a kernel upcall (``upcall: {mode: kernel}``): an eBPF
+"""``irqlab run`` with a kernel upcall (a model's nic with ``upcall: {mode:
+kernel}``): an eBPF
 count handler in the network bottom half under a kernel-side budget, the
 rest of a UDP flood on the source's I/O class. Needs root (CAP_BPF,
 CAP_NET_ADMIN); skipped with the kernel's reason otherwise."""
@@ -18,20 +19,22 @@ from irqlab import runtime
 from irqlab.cli import main
 
 SCENARIO = """\
-runtime: {duration: 500ms}
+machine: {cpus: 1, path: quest}
+simulation: {duration: 500ms}
 vcpus:
   - {name: ctl, policy: sporadic, budget: 1ms, period: 10ms}
   - {name: bulk, policy: sporadic, budget: 5ms, period: 50ms}
-  - {name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood, serves: bulk}
+  - {name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood}
 tasks:
-  - {name: control, vcpu: ctl, period: 10ms, work: 600us}
-sources:
-  - {name: flood, kind: udp, interval: 0s, work: 20us, class: flood,
+  - {name: control, vcpu: ctl, period: 10ms, program: [{compute: 600us}]}
+devices:
+  - {name: flood, kind: nic, class: flood, arrival: {kind: flood, interval: 20us},
+     top_half: 0us, bottom_half: 20us, packet: 64B,
      upcall: {mode: kernel, budget: 500us, period: 10ms}}
 """
 
 
-def test_kernel_upcall_scenario_reports_kernel_and_class_counts(
+def test_kernel_upcall_model_reports_kernel_and_class_counts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     scen = _probe(tmp_path)
@@ -43,7 +46,7 @@ def test_kernel_upcall_scenario_reports_kernel_and_class_counts(
     assert code == 0
     printed = capsys.readouterr().out
     assert "kernel upcall flood (tc, count)" in printed
-    rep = json.loads((tmp_path / "out" / "run.json").read_text())["report"]
+    rep = json.loads((tmp_path / "out" / "run.json").read_text())["runtime"]
     (k,) = rep["kernel_upcalls"]
     s = k["stats"]
     assert s["seen"] == s["handled"] + s["deferred"] + s["filtered"] + s["orphaned"]
@@ -68,7 +71,7 @@ def test_without_bpf_privileges_it_refuses_or_falls_back_when_asked(tmp_path: Pa
     scen.write_text(SCENARIO.replace("period: 10ms}}", "period: 10ms, fallback: true}}"))
     run = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
-    rep = json.loads((tmp_path / "o" / "run.json").read_text())["report"]
+    rep = json.loads((tmp_path / "o" / "run.json").read_text())["runtime"]
     (k,) = rep["kernel_upcalls"]
     assert k["stats"] is None and "not permitted" in k["fallback"]
     assert any("every event takes the fd's I/O class" in w for w in rep["warnings"])
@@ -91,6 +94,7 @@ def test_sigint_and_sigterm_detach_the_kernel_upcall(tmp_path: Path) -> None:
 
     scen = tmp_path / "k.yaml"
     scen.write_text(SCENARIO.replace("duration: 500ms", "duration: 30s"))
+    assert "duration: 30s" in scen.read_text()
     try:
         runtime.run(_probe(tmp_path), 10_000_000)
     except runtime.RuntimeUnavailable as e:
@@ -112,7 +116,7 @@ def test_sigint_and_sigterm_detach_the_kernel_upcall(tmp_path: Path) -> None:
         stdout, stderr = proc.communicate(timeout=20)
         assert proc.returncode == 0, stderr
         assert "(interrupted)" in stdout
-        rep = json.loads((out / "run.json").read_text())["report"]
+        rep = json.loads((out / "run.json").read_text())["runtime"]
         s = rep["kernel_upcalls"][0]["stats"]
         assert s["seen"] == s["handled"] + s["deferred"] + s["filtered"] + s["orphaned"]
         # The kernel frees a detached program after an RCU grace period.
@@ -123,7 +127,7 @@ def test_sigint_and_sigterm_detach_the_kernel_upcall(tmp_path: Path) -> None:
 
 
 def _probe(tmp_path: Path) -> Path:
-    """The scenario, written out (runs briefly to probe for BPF support)."""
+    """The model, written out (runs briefly to probe for BPF support)."""
     probe = tmp_path / "probe.yaml"
     probe.write_text(SCENARIO)
     return probe

@@ -14,7 +14,6 @@ machine's, reported by ``irqlab reproduce``.
 # ruff: noqa: E501  (the hand-written traces keep ftrace's line format)
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -208,17 +207,18 @@ def test_dispatch_claims_by_hand() -> None:
     assert not any(x.falsifier.holds for x in checks if x.falsifier)
 
 
-def test_quest_overhead_real_scenario_is_valid() -> None:
+def test_measured_models_are_valid(tmp_path: Path) -> None:
+    """The models the measured reproductions run load and lower for a real
+    run (the system model is `irqlab run`'s only format)."""
     from irqlab import runtime
+    from irqlab.experiments import latency_ip_table4
 
     text = quest_overhead_real.scenario(24, 100, 1.0)
     assert text.count("policy: sporadic") == 24 and "period: 2400us" in text
-    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"irqlab-qor-{os.getpid()}.yaml"
-    path.write_text(text)
-    try:
-        runtime.check(path)
-    finally:
-        path.unlink()
+    for name, t in (("qor.yaml", text), ("lip.yaml", latency_ip_table4.SCENARIO)):
+        path = tmp_path / name
+        path.write_text(t)
+        runtime.check_model(path)
 
 
 def _quick(name: str, tmp_path: Path) -> experiments.Result:

@@ -24,6 +24,21 @@
 use crate::model::{DeviceKindName, Model, PathKind, RunBackend, Source, Step, UpcallMode};
 use crate::validate::{class_names, device_class, Report};
 
+/// What the loader says of a file in the retired runtime-scenario format.
+pub const RETIRED: &str = "sources: the runtime-scenario format (runtime/vcpus/tasks/sources) is \
+    retired: irqlab run takes the system model (machine, vcpus, tasks, devices; sources become \
+    devices, upcalls devices[].upcall; docs/runtime.md, \"One format\")";
+
+/// A document without `machine` but with the scenario format's `sources`
+/// (only asked once the model's parse failed).
+pub(crate) fn is_retired_scenario(text: &str) -> bool {
+    matches!(
+        serde_yaml::from_str::<serde_yaml::Value>(text),
+        Ok(serde_yaml::Value::Mapping(m))
+            if m.contains_key("sources") && !m.contains_key("machine")
+    )
+}
+
 /// The name of the server (and of the I/O class) that carries a user
 /// upcall's budget in the simulator and the analysis.
 pub fn upcall_server(device: &str) -> String {

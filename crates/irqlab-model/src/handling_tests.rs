@@ -169,3 +169,19 @@ runtime: {}
         "{e:?}"
     );
 }
+
+#[test]
+fn a_retired_runtime_scenario_is_named_as_such() {
+    let old = "runtime: {duration: 2s}
+vcpus: [{name: ctl, policy: sporadic, budget: 1ms, period: 10ms}]
+tasks: [{name: c, vcpu: ctl, period: 10ms, work: 600us}]
+sources: [{name: tick, kind: timerfd, interval: 1ms, upcall: {budget: 500us, period: 10ms}}]
+";
+    let e = errors(old);
+    assert_eq!(e.len(), 1);
+    assert!(
+        e[0].starts_with("sources: the runtime-scenario format"),
+        "{e:?}"
+    );
+    assert!(e[0].contains("devices[].upcall"), "{e:?}");
+}

@@ -34,8 +34,12 @@ pub enum LoadError {
 pub fn load_str(text: &str) -> Result<(Model, Vec<String>), LoadError> {
     // serde_yaml's messages carry the field path and the line/column.
     limits::check_text(text).map_err(LoadError::Parse)?;
-    let model: Model = serde_yaml::from_str(text)
-        .map_err(|e| LoadError::Parse(limits::shorten(&limits::escape(&e.to_string()), 300)))?;
+    let model: Model = serde_yaml::from_str(text).map_err(|e| {
+        if handling::is_retired_scenario(text) {
+            return LoadError::Parse(handling::RETIRED.into());
+        }
+        LoadError::Parse(limits::shorten(&limits::escape(&e.to_string()), 300))
+    })?;
     let report = validate(&model);
     if report.errors.is_empty() {
         Ok((model, report.warnings))

@@ -1,6 +1,7 @@
-//! `irqlab._native.rt`: run a runtime scenario on real threads
-//! (`irqlab-rt`). Invalid scenarios raise `irqlab._native.rt.ScenarioError`
-//! (a `ValueError`) naming the field, the value and the rule; a missing
+//! `irqlab._native.rt`: run a system model on real threads (`irqlab-rt`).
+//! Invalid models, and what cannot run for real, raise
+//! `irqlab._native.rt.ScenarioError` (a `ValueError`) naming the field, the
+//! value and the rule; a missing
 //! privilege or kernel feature raises `RuntimeUnavailable` (an `OSError`)
 //! with the kernel's reason.
 
@@ -12,7 +13,7 @@ create_exception!(
     rt,
     ScenarioError,
     PyValueError,
-    "An invalid runtime scenario."
+    "An invalid model, or one that cannot run for real here."
 );
 create_exception!(
     rt,
@@ -21,40 +22,12 @@ create_exception!(
     "The kernel does not permit what the runtime needs (SCHED_FIFO, io_uring...)."
 );
 
-/// Run scenario `text` (named `name`) for its duration (or `duration_ns`);
-/// returns `(result_json, cyclictest_summary, histogram_file)`. The GIL is
-/// released while the threads run; SIGINT/SIGTERM/SIGHUP stop the run early.
-#[pyfunction]
-#[pyo3(signature = (name, text, duration_ns=None))]
-fn run_scenario(
-    py: Python<'_>,
-    name: &str,
-    text: &str,
-    duration_ns: Option<u64>,
-) -> PyResult<(String, String, String)> {
-    let r =
-        py.detach(|| irqlab_rt::scenario::run_str(name, text, duration_ns.map(irqlab_core::Nanos)));
-    let r = r.map_err(to_py)?;
-    let json = serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    Ok((
-        json,
-        r.report.cyclictest_summary(),
-        r.report.histogram_file(),
-    ))
-}
-
 fn to_py(e: irqlab_rt::RtError) -> PyErr {
     match e {
         irqlab_rt::RtError::Config { .. } => ScenarioError::new_err(e.to_string()),
         e if e.is_unavailable() => RuntimeUnavailable::new_err(e.to_string()),
         e => PyRuntimeError::new_err(e.to_string()),
     }
-}
-
-/// Validate scenario `text` and build its runtime without starting it.
-#[pyfunction]
-fn check_scenario(name: &str, text: &str) -> PyResult<()> {
-    irqlab_rt::scenario::check_str(name, text).map_err(to_py)
 }
 
 /// Measure this machine (`irqlab_rt::calibrate`): `samples` per
@@ -70,7 +43,10 @@ fn calibrate(py: Python<'_>, samples: usize, runs: usize, run_ns: u64) -> PyResu
 
 /// Run system model `text` (named `name`) on real threads for its
 /// `simulation.duration` (or `duration_ns`) with its seed (or `seed`);
-/// returns the result as JSON. The GIL is released while the threads run.
+/// returns `(result_json, cyclictest_summary, histogram_file)` (the last
+/// two from irqlab-rt's report; empty on the linux path, which has none).
+/// The GIL is released while the threads run; SIGINT/SIGTERM/SIGHUP stop
+/// the run early.
 #[pyfunction]
 #[pyo3(signature = (name, text, duration_ns=None, seed=None))]
 fn run_model(
@@ -79,11 +55,16 @@ fn run_model(
     text: &str,
     duration_ns: Option<u64>,
     seed: Option<u64>,
-) -> PyResult<String> {
+) -> PyResult<(String, String, String)> {
     let r = py.detach(|| {
         irqlab_rt::model_run::run_model(name, text, duration_ns.map(irqlab_core::Nanos), seed)
     });
-    serde_json::to_string(&r.map_err(to_py)?).map_err(|e| PyValueError::new_err(e.to_string()))
+    let r = r.map_err(to_py)?;
+    let json = serde_json::to_string(&r).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let (summary, hist) = r.runtime.as_ref().map_or_else(Default::default, |rep| {
+        (rep.cyclictest_summary(), rep.histogram_file())
+    });
+    Ok((json, summary, hist))
 }
 
 /// Load a system model and lower it for a real run without running it;
@@ -98,8 +79,6 @@ fn check_model(name: &str, text: &str) -> PyResult<Vec<String>> {
 
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "rt")?;
-    m.add_function(wrap_pyfunction!(run_scenario, &m)?)?;
-    m.add_function(wrap_pyfunction!(check_scenario, &m)?)?;
     m.add_function(wrap_pyfunction!(calibrate, &m)?)?;
     m.add_function(wrap_pyfunction!(run_model, &m)?)?;
     m.add_function(wrap_pyfunction!(check_model, &m)?)?;

@@ -44,7 +44,7 @@ pub mod park;
 pub mod probe;
 mod quiet;
 pub mod report;
-pub mod scenario;
+mod signals;
 mod supervisor;
 pub mod sys;
 mod threads;

@@ -532,28 +532,22 @@ fn forwarded_control_messages_reach_the_fd_and_samples_are_kept() {
     }
 }
 
-const KERNEL_SCENARIO: &str = "
-runtime: {duration: 500ms}
+const KERNEL_MODEL: &str = "
+machine: {cpus: 1, path: quest}
+simulation: {duration: 500ms}
 vcpus:
   - {name: bulk, policy: sporadic, budget: 5ms, period: 50ms}
-  - {name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood, serves: bulk}
-sources:
-  - {name: flood, kind: udp, interval: 0s, work: 20us, class: flood,
+  - {name: io.flood, kind: io, policy: pibs, utilization: 5%, io_class: flood}
+devices:
+  - {name: flood, kind: nic, class: flood, arrival: {kind: flood, interval: 20us},
+     top_half: 0us, bottom_half: 20us, packet: 64B,
      upcall: {mode: kernel, budget: 500us, period: 10ms}}
 ";
 
 #[test]
-fn a_scenario_runs_a_kernel_upcall_under_its_budget() {
+fn a_model_runs_a_kernel_upcall_under_its_budget() {
     let _g = common::serial();
-    let p = match irqlab_rt::scenario::prepare("kernel", KERNEL_SCENARIO, None) {
-        Ok(p) => p,
-        Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
-            return;
-        }
-        Err(e) => panic!("{e}"),
-    };
-    let r = match p.run() {
+    let r = match irqlab_rt::model_run::run_model("kernel", KERNEL_MODEL, None, None) {
         Ok(r) => r,
         Err(e) if e.is_unavailable() => {
             eprintln!("SKIPPED: {e}");
@@ -561,53 +555,51 @@ fn a_scenario_runs_a_kernel_upcall_under_its_budget() {
         }
         Err(e) => panic!("{e}"),
     };
-    let k = &r.report.kernel_upcalls[0];
+    let rep = r.runtime.as_ref().expect("irqlab-rt's report");
+    let k = &rep.kernel_upcalls[0];
     let s = k.stats.expect("counters");
     assert_eq!(s.seen, s.handled + s.deferred + s.filtered + s.orphaned);
     // A flood at 20 us per datagram overruns 500 us per 10 ms: the kernel
     // handled some, deferred the rest to the class, which took some.
     assert!(s.handled > 0 && s.deferred > 0, "{s:?}");
     assert!(s.exhausted_periods > 0, "{s:?}");
-    let class = r.report.event("io.flood").expect("class");
+    let class = rep.event("io.flood").expect("class");
     assert!(class.items > 0, "{class:?}");
     assert_eq!(k.budget_time_ns, Some(500_000));
     // Each period's handler time stops within one event past the budget.
     let per_event = s.busy_ns / s.handled.max(1);
-    let periods = r.report.duration_ns / 10_000_000 + 2;
+    let periods = rep.duration_ns / 10_000_000 + 2;
     assert!(s.busy_ns <= periods * (500_000 + per_event), "{s:?}");
 }
 
 #[test]
-fn a_scenario_refuses_a_kernel_upcall_it_cannot_run() {
-    let bad = KERNEL_SCENARIO.replace("kind: udp", "kind: eventfd");
-    let e = irqlab_rt::scenario::prepare("bad", &bad, None)
-        .err()
-        .expect("refused")
-        .to_string();
+fn a_model_refuses_a_kernel_upcall_it_cannot_run() {
+    let check = |text: &str| {
+        irqlab_rt::model_run::check_model("bad", text)
+            .err()
+            .expect("refused")
+            .to_string()
+    };
+    let bad = KERNEL_MODEL
+        .replace("kind: nic", "kind: generic")
+        .replace(
+            "arrival: {kind: flood, interval: 20us},\n     top_half: 0us, bottom_half: 20us, packet: 64B,",
+            "min_interarrival: 1ms, isr: 0us, dsr: 20us,",
+        );
+    let e = check(&bad);
     assert!(
-        e.contains("sources[0].upcall.mode") && e.contains("udp"),
+        e.contains("devices[0].upcall.mode: kernel: kernel upcalls handle nic devices"),
         "{e}"
     );
-    let bad = KERNEL_SCENARIO.replace("mode: kernel", "mode: kernal");
-    let e = irqlab_rt::scenario::prepare("bad", &bad, None)
-        .err()
-        .expect("refused")
-        .to_string();
-    assert!(e.contains("kernal") && e.contains("user or kernel"), "{e}");
-    let bad = KERNEL_SCENARIO.replace("class: flood,\n", "\n");
-    let e = irqlab_rt::scenario::prepare("bad", &bad, None)
-        .err()
-        .expect("refused")
-        .to_string();
-    assert!(e.contains("needs a class"), "{e}");
-    // The kernel side's rules name the scenario's keys.
-    let bad = KERNEL_SCENARIO.replace("budget: 500us, period: 10ms", "budget: 20ms, period: 10ms");
-    match irqlab_rt::scenario::prepare("bad", &bad, None) {
-        Err(e) if e.is_unavailable() => eprintln!("SKIPPED: {e}"),
-        Err(e) => {
-            let e = e.to_string();
-            assert!(e.starts_with("sources[0].upcall.budget = 20ms"), "{e}");
-        }
-        Ok(_) => panic!("a 20 ms budget in a 10 ms period was accepted"),
-    }
+    let e = check(&KERNEL_MODEL.replace("mode: kernel", "mode: kernal"));
+    assert!(
+        e.contains("kernal") && e.contains("user") && e.contains("kernel"),
+        "{e}"
+    );
+    let e = check(&KERNEL_MODEL.replace("class: flood, arrival", "arrival"));
+    assert!(e.contains("devices[0].class: missing"), "{e}");
+    // The kernel side's rules name the model's keys.
+    let bad = KERNEL_MODEL.replace("budget: 500us, period: 10ms", "budget: 20ms, period: 10ms");
+    let e = check(&bad);
+    assert!(e.contains("devices[0].upcall.budget: 20ms"), "{e}");
 }

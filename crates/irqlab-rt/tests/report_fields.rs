@@ -1,25 +1,30 @@
-//! The report fields the measured reproductions read: the supervisor's own
-//! CPU time (QUEST-VCPU Figure 7 measured) and the raw dispatch latencies
-//! kept on request (replayed through the Latencies IP for LATENCY-IP
-//! Table 4). Structure only: no timing is asserted.
+//! The report fields the measured reproductions read from a model's real
+//! run (`ModelRun::runtime`): the supervisor's own CPU time (QUEST-VCPU
+//! Figure 7 measured) and the raw dispatch latencies kept on request
+//! (`runtime: {report_samples}`, replayed through the Latencies IP for
+//! LATENCY-IP Table 4), for a user upcall on a timerfd and a bottom half
+//! on an I/O VCPU. Structure only: no timing is asserted.
 
-use irqlab_rt::scenario::run_str;
+use irqlab_rt::model_run::run_model;
 
-const SCENARIO: &str = "
-runtime: {duration: 200ms, report_samples: 5}
+const MODEL: &str = "
+machine: {cpus: 1, path: quest}
+simulation: {duration: 200ms}
+runtime: {report_samples: 5}
 vcpus:
   - {name: app, policy: sporadic, budget: 1ms, period: 10ms}
-  - {name: io.sensor, kind: io, policy: pibs, utilization: 10%, io_class: sensor, serves: app}
+  - {name: io.sensor, kind: io, policy: pibs, utilization: 10%, io_class: sensor}
 tasks:
-  - {name: spin, vcpu: app, period: 10ms, work: 500us}
-sources:
-  - {name: tick, kind: timerfd, interval: 1ms, work: 2us, upcall: {budget: 1ms, period: 10ms}}
-  - {name: sensor, kind: eventfd, interval: 2ms, work: 2us, class: sensor}
+  - {name: spin, vcpu: app, period: 10ms, program: [{compute: 500us}]}
+devices:
+  - {name: tick, kind: generic, source: timerfd, min_interarrival: 1ms, isr: 0us, dsr: 2us,
+     upcall: {budget: 1ms, period: 10ms}}
+  - {name: sensor, kind: generic, class: sensor, min_interarrival: 2ms, isr: 0us, dsr: 2us}
 ";
 
 #[test]
 fn supervisor_cpu_time_and_first_samples() {
-    let r = match run_str("report_fields.yaml", SCENARIO, None) {
+    let r = match run_model("report_fields.yaml", MODEL, None, None) {
         Ok(r) => r,
         Err(e) if e.is_unavailable() => {
             eprintln!("SKIPPED: {e}");
@@ -27,7 +32,10 @@ fn supervisor_cpu_time_and_first_samples() {
         }
         Err(e) => panic!("{e}"),
     };
-    let rep = &r.report;
+    let rep = r
+        .runtime
+        .as_ref()
+        .expect("irqlab-rt's report on path quest");
     let sup = &rep.supervisors[0];
     assert!(sup.passes > 0);
     // The supervisor ran (it charged the spinning task), and used less CPU
@@ -43,15 +51,20 @@ fn supervisor_cpu_time_and_first_samples() {
         let (lo, hi) = (e.dispatch.min.unwrap(), e.dispatch.max.unwrap());
         assert!(e.dispatch_samples_ns.iter().all(|&s| lo <= s && s <= hi));
     }
+    // The timerfd's expirations reached the upcall, which handled them.
+    let tick = r.devices.iter().find(|d| d.name == "tick").expect("tick");
+    assert!(tick.handled > 0 && tick.handled <= tick.sent, "{tick:?}");
     // Absent unless asked for.
-    let plain = SCENARIO.replace(", report_samples: 5", "");
-    if let Ok(r) = run_str("plain.yaml", &plain, Some(irqlab_core::Nanos::from_ms(50))) {
-        assert!(r
-            .report
-            .events
-            .iter()
-            .all(|e| e.dispatch_samples_ns.is_empty()));
-        let j = serde_json::to_string(&r.report).unwrap();
+    let plain = MODEL.replace("runtime: {report_samples: 5}\n", "");
+    if let Ok(r) = run_model(
+        "plain.yaml",
+        &plain,
+        Some(irqlab_core::Nanos::from_ms(50)),
+        None,
+    ) {
+        let rep = r.runtime.expect("report");
+        assert!(rep.events.iter().all(|e| e.dispatch_samples_ns.is_empty()));
+        let j = serde_json::to_string(&rep).unwrap();
         assert!(!j.contains("dispatch_samples_ns"));
     }
 }

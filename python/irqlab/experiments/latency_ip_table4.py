@@ -64,16 +64,21 @@ KVM = "KVM: UDP -> guest ISR"
 KVM_STRESS = "KVM: UDP -> guest ISR, stress"
 
 SCENARIO = f"""# latency-ip-table4: events through irqlab-rt, raw dispatch latencies kept
-runtime: {{duration: 1s, report_samples: {N}}}
+machine: {{cpus: 1, path: quest}}
+simulation: {{duration: 1s}}
+runtime: {{report_samples: {N}}}
 vcpus:
   - {{name: app, policy: sporadic, budget: 5ms, period: 10ms}}
-  - {{name: io.sensor, kind: io, policy: pibs, utilization: 20%, io_class: sensor, serves: app}}
-  - {{name: io.net, kind: io, policy: pibs, utilization: 20%, io_class: net, serves: app}}
-sources:
-  - {{name: tick, kind: timerfd, interval: 1ms, work: 2us, upcall: {{budget: 1ms, period: 10ms}}}}
-  - {{name: sensor, kind: eventfd, interval: 1ms, work: 2us, class: sensor}}
-  - {{name: net, kind: udp, interval: 1ms, work: 2us, class: net}}
-  - {{name: net_up, kind: udp, interval: 1ms, work: 2us, upcall: {{budget: 1ms, period: 10ms}}}}
+  - {{name: io.sensor, kind: io, policy: pibs, utilization: 20%, io_class: sensor}}
+  - {{name: io.net, kind: io, policy: pibs, utilization: 20%, io_class: net}}
+devices:
+  - {{name: tick, kind: generic, source: timerfd, min_interarrival: 1ms, isr: 0us, dsr: 2us,
+     upcall: {{budget: 1ms, period: 10ms}}}}
+  - {{name: sensor, kind: generic, class: sensor, min_interarrival: 1ms, isr: 0us, dsr: 2us}}
+  - {{name: net, kind: nic, class: net, arrival: {{kind: periodic, interval: 1ms}}, top_half: 0us,
+     bottom_half: 2us, packet: 64B}}
+  - {{name: net_up, kind: nic, arrival: {{kind: periodic, interval: 1ms}}, top_half: 0us,
+     bottom_half: 2us, packet: 64B, upcall: {{budget: 1ms, period: 10ms}}}}
 """
 
 
@@ -83,6 +88,7 @@ def capture_host(out_dir: Path, stress: bool) -> dict[str, list[int]]:
     cpu = max(os.sched_getaffinity(0))
     with kt.hogs(2 if stress else 0, cpu):
         rep = runtime.run(path).report
+    assert rep is not None, "path quest has irqlab-rt's report"
     ev = {e["name"]: e for e in rep["events"]}
     if stress:
         return {HOST_STRESS: ev["net_up"]["dispatch_samples_ns"]}

@@ -21,6 +21,8 @@ use std::sync::{Arc, Mutex};
 use irqlab_core::rng::SplitMix64;
 use irqlab_core::{LatencyRecorder, Nanos};
 
+use irqlab_model::model::Source;
+
 use super::plan::{Arrival, DevKind, DevPlan};
 use super::program::{spin, KEEP};
 use crate::error::RtError;
@@ -29,6 +31,10 @@ use crate::sys;
 /// A device's open descriptor and its counters.
 pub(crate) struct DevShared {
     pub kind: DevKind,
+    /// A generic device's source (`sources.rs`).
+    pub source: Source,
+    /// A pipe's write end.
+    writer: Option<sys::Fd>,
     pub fd: RawFd,
     /// Keeps the socket or eventfd open.
     _owner: Owner,
@@ -54,6 +60,7 @@ enum Owner {
 
 impl DevShared {
     pub fn open(p: &DevPlan, field: &str) -> Result<DevShared, RtError> {
+        let mut writer = None;
         let (fd, owner, to) = match p.kind {
             DevKind::Nic => {
                 let rx = UdpSocket::bind("127.0.0.1:0")
@@ -63,12 +70,15 @@ impl DevShared {
                 (rx.as_raw_fd(), Owner::Udp(rx), Some(to))
             }
             DevKind::Generic => {
-                let e = sys::eventfd()?;
+                let (e, w) = super::sources::open(p.source)?;
+                writer = w;
                 (e.0, Owner::Fd(e), None)
             }
         };
         Ok(DevShared {
             kind: p.kind,
+            source: p.source,
+            writer,
             fd,
             _owner: owner,
             to,
@@ -105,7 +115,7 @@ impl DevShared {
                 }
                 n
             }
-            DevKind::Generic => sys::eventfd_drain(self.fd),
+            DevKind::Generic => super::sources::take(self.source, self.fd, max),
         }
     }
 
@@ -262,11 +272,23 @@ pub(crate) fn start_generator(
     let times = Times::new(p.arrival.clone(), seed, i);
     let sent = d.sent.clone();
     let (to, bytes) = (d.to, p.bytes);
-    // The generator writes through its own descriptor (a dup for eventfd).
-    // SAFETY: dup of a descriptor this device keeps open.
+    if d.kind == DevKind::Generic && d.source == Source::Timerfd {
+        let Arrival::Sporadic { min, start, .. } = p.arrival else {
+            return Err(RtError::config(
+                &p.name,
+                "timerfd",
+                "a generic device's arrival",
+            ));
+        };
+        return super::sources::run_timerfd(&p.name, d.fd, t0 + start, min, sent, stop);
+    }
+    // The generator writes through its own descriptor (a dup of the
+    // eventfd, or of the pipe's write end).
     let efd = match d.kind {
         DevKind::Generic => {
-            let r = unsafe { libc::dup(d.fd) };
+            let w = d.writer.as_ref().map_or(d.fd, |w| w.0);
+            // SAFETY: dup of a descriptor this device keeps open.
+            let r = unsafe { libc::dup(w) };
             if r < 0 {
                 return Err(RtError::last_os("dup(eventfd)"));
             }
@@ -295,10 +317,7 @@ pub(crate) fn start_generator(
                 }
                 let ok = match (&tx, to, &efd) {
                     (Some(tx), Some(to), _) => tx.send_to(&buf, to).is_ok(),
-                    (_, _, Some(e)) => {
-                        sys::eventfd_signal(e.0);
-                        true
-                    }
+                    (_, _, Some(e)) => super::sources::put(e.0),
                     _ => false,
                 };
                 if ok {

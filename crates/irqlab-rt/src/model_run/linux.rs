@@ -151,7 +151,7 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     }
     drop(etx);
     // Every thread has its policy (or said why not) before anything runs.
-    let _signals = crate::scenario::SignalGuard::install();
+    let _signals = crate::signals::SignalGuard::install();
     ready.wait();
     let setup_error = erx.try_recv().ok();
     let t0 = sys::now() + Nanos::from_ms(5);

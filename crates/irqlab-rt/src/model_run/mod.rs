@@ -24,6 +24,8 @@ mod linux;
 pub mod plan;
 mod program;
 mod quest;
+mod sources;
+mod upcalls;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -155,7 +157,7 @@ pub(crate) struct Outcome {
 
 /// Wait until `t` or a stop signal; `true` if stopped by a signal.
 pub(crate) fn wait_for(t: Nanos) -> bool {
-    let stop = &crate::scenario::STOP;
+    let stop = &crate::signals::STOP;
     while sys::now() < t && !stop.load(Ordering::SeqCst) {
         let left = t.saturating_sub(sys::now()).0.max(1);
         std::thread::sleep(std::time::Duration::from_nanos(left.min(10_000_000)));

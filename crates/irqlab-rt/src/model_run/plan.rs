@@ -11,8 +11,10 @@
 //! dropped silently.
 
 use irqlab_core::{Inherit, Nanos, Utilization};
+use irqlab_model::handling::upcall_server;
 use irqlab_model::model::{
-    ArrivalKind, DeviceKindName, InheritMode, PathKind, Policy, Step, VcpuKind,
+    ArrivalKind, DeviceKindName, InheritMode, PathKind, Policy, RunBackend, Source, Step, Upcall,
+    VcpuKind,
 };
 use irqlab_model::{device_class, Model};
 
@@ -147,6 +149,10 @@ pub struct DevPlan {
     pub omega_main: Nanos,
     /// Tasks whose programs read it.
     pub readers: Vec<usize>,
+    /// How a generic device's events are produced (nic: UDP).
+    pub source: Source,
+    /// Handled by an upcall instead of (user) or before (kernel) its class.
+    pub upcall: Option<Upcall>,
 }
 
 /// A model lowered for a real run.
@@ -170,6 +176,10 @@ pub struct Plan {
     /// Model values the real machine replaces with its own (stated, not
     /// dropped).
     pub notes: Vec<String>,
+    /// The model's `runtime:` options for irqlab-rt.
+    pub require_fifo: bool,
+    pub backend: crate::Backend,
+    pub report_samples: usize,
 }
 
 fn refuse(field: impl Into<String>, value: impl ToString, why: &str) -> RtError {
@@ -209,23 +219,15 @@ pub fn lower(
              model runs on the KVM VMM (`irqlab vmm`), which does not take a model file yet",
         ));
     }
-    let allowed = sys::allowed_cpus();
-    let ncpu = m.machine.cpus as usize;
-    // The managed CPUs are the last `ncpu` allowed ones; the generators get
-    // a CPU the run does not manage when there is one.
-    if ncpu > allowed.len() {
+    let (cpus, gen_cpu) = real_cpus(m)?;
+    let opts = m.runtime.clone().unwrap_or_default();
+    if opts.report_samples > crate::SAMPLES {
         return Err(refuse(
-            "machine.cpus",
-            ncpu,
-            &format!(
-                "this machine lets the run use {} CPU(s) ({:?})",
-                allowed.len(),
-                allowed
-            ),
+            "runtime.report_samples",
+            opts.report_samples,
+            &format!("at most {} (the recorder's capacity)", crate::SAMPLES),
         ));
     }
-    let cpus: Vec<usize> = allowed[allowed.len() - ncpu..].to_vec();
-    let gen_cpu = allowed.iter().copied().find(|c| !cpus.contains(c));
     let mut notes = Vec::new();
     if !m.xhci.is_empty() {
         return Err(refuse(
@@ -331,7 +333,9 @@ pub fn lower(
     let mut devices = Vec::new();
     for (i, d) in m.devices.iter().enumerate() {
         let f = |k: &str| format!("devices[{i}].{k}");
-        let class = device_class(m, &d.name).unwrap_or_default().to_string();
+        // A user upcall's events are on no class: its path is named like
+        // the simulator's server for it.
+        let class = device_class(m, &d.name).map_or_else(|| upcall_server(&d.name), str::to_string);
         let (kind, arrival) = match d.kind {
             DeviceKindName::Nic => {
                 let Some(a) = d.arrival.as_ref() else {
@@ -447,6 +451,8 @@ pub fn lower(
             },
             omega_main: ns(d.omega_main),
             readers: Vec::new(),
+            source: d.source.unwrap_or_default(),
+            upcall: d.upcall.clone(),
         });
     }
     // Tasks.
@@ -515,7 +521,57 @@ pub fn lower(
         classes,
         consumers,
         notes,
+        require_fifo: opts.require_fifo,
+        backend: match opts.backend {
+            RunBackend::Epoll => crate::Backend::Epoll,
+            RunBackend::IoUring => crate::Backend::IoUring,
+        },
+        report_samples: opts.report_samples,
     })
+}
+
+/// The real CPU of each model CPU (`runtime.cpus`, else the last allowed
+/// ones) and the generators' (`runtime.generator_cpu`, else an allowed CPU
+/// the run does not manage, if any).
+fn real_cpus(m: &Model) -> Result<(Vec<usize>, Option<usize>), RtError> {
+    let allowed = sys::allowed_cpus();
+    let ncpu = m.machine.cpus as usize;
+    let opts = m.runtime.as_ref();
+    let usable = |field: String, c: u32| {
+        if allowed.contains(&(c as usize)) {
+            Ok(c as usize)
+        } else {
+            Err(refuse(
+                field,
+                c,
+                &format!("not a CPU this run may use ({allowed:?})"),
+            ))
+        }
+    };
+    let cpus: Vec<usize> = match opts.and_then(|o| o.cpus.as_ref()) {
+        Some(c) => c
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| usable(format!("runtime.cpus[{k}]"), x))
+            .collect::<Result<_, _>>()?,
+        None if ncpu > allowed.len() => {
+            return Err(refuse(
+                "machine.cpus",
+                ncpu,
+                &format!(
+                    "this machine lets the run use {} CPU(s) ({:?})",
+                    allowed.len(),
+                    allowed
+                ),
+            ))
+        }
+        None => allowed[allowed.len() - ncpu..].to_vec(),
+    };
+    let gen_cpu = match opts.and_then(|o| o.generator_cpu) {
+        Some(g) => Some(usable("runtime.generator_cpu".into(), g)?),
+        None => allowed.iter().copied().find(|c| !cpus.contains(c)),
+    };
+    Ok((cpus, gen_cpu))
 }
 
 /// The kernel's own softirq handling is what the linux path measures: the

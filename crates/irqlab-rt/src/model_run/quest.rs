@@ -64,6 +64,9 @@ fn served_vcpu(p: &Plan, class: usize) -> Option<usize> {
 pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     let cfg = Config {
         cpus: p.cpus.clone(),
+        require_fifo: p.require_fifo,
+        backend: p.backend,
+        report_samples: p.report_samples,
         ..Config::default()
     };
     let mut rt = Runtime::new(cfg)?;
@@ -238,22 +241,16 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         };
         let cls = rt.io_class(&io.name, server, Some(p.cpus[io.cpu]))?;
         for &d in &members {
-            let (dev, work, rd) = (devs[d].clone(), p.devices[d].bottom_half, readers(d));
+            if super::upcalls::bind_kernel(&mut rt, p, d, &devs[d], cls, readers(d))? {
+                continue;
+            }
             // One item per handler call: the runtime checks the budget
             // between handlers, and a bottom half is one item's work (as in
             // the simulator). A handler taking many items can run far past
             // a small PIBS budget (C_max = U T) before the supervisor stops
             // it, and the overrun is not paid back.
-            let handler = move |ev: &mut crate::Event| {
-                let n = dev.take_fd(1);
-                dev.deliver(n, work);
-                if n > 0 {
-                    for &r in &rd {
-                        ev.wake(r);
-                    }
-                }
-                n
-            };
+            let handler =
+                super::upcalls::handler(devs[d].clone(), p.devices[d].bottom_half, readers(d));
             let waiter = p.devices[d]
                 .readers
                 .first()
@@ -265,8 +262,9 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
             }
         }
     }
+    super::upcalls::register_user(&mut rt, p, &devs, &readers)?;
     // Start, feed, stop.
-    let _signals = crate::scenario::SignalGuard::install();
+    let _signals = crate::signals::SignalGuard::install();
     rt.start()?;
     let t0 = rt_start_time(&rt);
     let stop = Arc::new(AtomicBool::new(false));
