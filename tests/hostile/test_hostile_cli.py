@@ -74,7 +74,7 @@ CASES = [
     ("analyze_passwd", ["analyze", "/etc/passwd"], "characters ...]"),
     ("run_check_duration", ["run", "--check", "--duration=-5s", "{file}"],
      "--duration: \"-5s\" is negative"),
-    ("run_no_scenario", ["run"], "the following arguments are required: scenario"),
+    ("run_no_model", ["run"], "the following arguments are required: model"),
     ("reproduce_unknown", ["reproduce", "no-such-experiment"], "no-such-experiment"),
     ("measure_no_subcommand", ["measure"], "error"),
     ("demo_bad_until", ["demo", "--until", "nonsense", "--out", "{out}"], "nonsense"),

@@ -131,7 +131,7 @@ def test_run_model_cli_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["run", str(usb), "--check"]) == 2
     err = capsys.readouterr().err
     assert "xhci[0]" in err and "no real-thread lowering" in err
-    # The runtime-scenario format still runs through the same command.
+    # The shipped model with every event path (upcall, timerfd) lowers too.
     assert main(["run", "isolation", "--check"]) == 0
     bad = tmp_path / "hv.yaml"
     bad.write_text(runtime.model_path("vint-analysis").read_text())

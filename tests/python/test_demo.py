@@ -31,7 +31,7 @@ def test_demo_runs_and_writes_outputs(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "vINT    vi         Eq. 5+2x7    170us" in out
     hv = out[out.index("VINT bounds next to"):out.index("on real threads")]
     assert " yes" in hv and " NO" not in hv
-    # real threads: both variants of the runtime scenario ran (or the demo
+    # real threads: both variants of the isolation model ran (or the demo
     # said why it could not)
     assert "on real threads" in out
     assert ("5 % PIBS I/O VCPU" in out and "no I/O VCPU" in out) or "skipped:" in out

@@ -63,9 +63,8 @@ def test_shipped_isolation_model_runs_and_accounts_for_every_item(tmp_path: Path
     assert 0 < flood["handled"] <= flood["sent"]
     assert flood["handled"] == events["io.flood"]["items"]
     assert flood["sent"] - flood["handled"] - events["io.flood"]["kernel_drops"] < 5000
-    # Nobody reads the flood: past the model's buffer (1024) every item is
-    # dropped after its bottom half.
-    assert flood["dropped"] >= flood["handled"] - 1024
+    # The sink's reads of the flood complete.
+    assert 0 < flood["latency"]["count"] <= flood["handled"]
     sensor = devices["sensor"]
     assert 0 < sensor["handled"] <= sensor["sent"]
     assert sensor["sent"] - sensor["handled"] <= 5
@@ -119,7 +118,8 @@ def test_flood_without_a_budget_makes_control_miss(tmp_path: Path) -> None:
         ("min_interarrival: 2ms", "min_interarrival: 2 parsecs", "2 parsecs"),
         ("{read: sensor}", "{read: ghost}", "tasks[1].program[0].forever[0]: ghost"),
         ("io_class: flood}", "io_class: flood, inherit: sideways}", "unknown variant `sideways`"),
-        ("upcall: {budget: 500us", "upcall: {budget: 0us", "devices[2].upcall.budget: 0: must be in (0, period = 10ms]"),
+        ("upcall: {budget: 500us", "upcall: {budget: 0us",
+         "devices[2].upcall.budget: 0: must be in (0, period = 10ms]"),
         ("source: timerfd", "source: carrier-pigeon", "unknown variant `carrier-pigeon`"),
         ("dsr: 5us\n", "dsr: 5us\n    jitter: 1us\n",
          "devices[2].jitter: 1us: a timerfd source fires every min_interarrival exactly"),

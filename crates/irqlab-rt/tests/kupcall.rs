@@ -576,8 +576,7 @@ fn a_model_runs_a_kernel_upcall_under_its_budget() {
 fn a_model_refuses_a_kernel_upcall_it_cannot_run() {
     let check = |text: &str| {
         irqlab_rt::model_run::check_model("bad", text)
-            .err()
-            .expect("refused")
+            .expect_err("refused")
             .to_string()
     };
     let bad = KERNEL_MODEL

@@ -94,11 +94,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"  warning: {w}")
         return 0
     per_cpu: dict[int, list[str]] = defaultdict(list)
-    for v, server in zip(model["vcpus"], cfg["servers"], strict=True):
+    n = len(model["vcpus"])
+    for v, server in zip(model["vcpus"], cfg["servers"][:n], strict=True):
         u = utilization(server)
         share = f" {float(u) * 100:.2f}%" if u is not None else ""
         io = f" for {v['io_class']}" if v.get("io_class") else ""
         per_cpu[v["cpu"]].append(f"{v['name']} ({v['kind']}, {v['policy']}{share}{io})")
+    # The servers of user upcalls (devices[].upcall), which the model
+    # lowers after its VCPUs.
+    for server in cfg["servers"][n:]:
+        u = utilization(server)
+        share = f" {float(u) * 100:.2f}%" if u is not None else ""
+        per_cpu[server["cpu"]].append(f"{server['name']} (upcall, sporadic{share})")
     for cpu, vs in sorted(per_cpu.items()):
         print(f"  cpu {cpu}: " + ", ".join(vs))
     print(f"  tasks: {', '.join(t['name'] for t in model['tasks']) or '-'}")
