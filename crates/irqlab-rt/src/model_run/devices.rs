@@ -145,9 +145,13 @@ impl DevShared {
     }
 
     pub fn record_read(&self, since: Nanos) {
-        if let Ok(mut r) = self.reads.lock() {
-            r.record(sys::now().saturating_sub(since));
-        }
+        let t = sys::now().saturating_sub(since);
+        // Not parked while the recorder may allocate (see program.rs).
+        crate::park::critical(|| {
+            if let Ok(mut r) = self.reads.lock() {
+                r.record(t);
+            }
+        });
     }
 
     /// Datagrams the kernel dropped on the socket (nic).

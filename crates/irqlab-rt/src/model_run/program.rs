@@ -4,7 +4,10 @@
 //! response times, deadline misses and release delays (the host's timer
 //! stalls).
 //!
-//! Design principles: one interpreter for every path; what differs (how a
+//! Design principles: one interpreter for every path; what a thread
+//! records (which may allocate) is recorded inside `park::critical`, so the
+//! supervisor never parks a thread holding the allocator's lock that it
+//! needs itself (a deadlock seen with 24 Main VCPUs); what differs (how a
 //! thread sleeps and how it reads a device) is the `Exec` of the path. The
 //! job semantics are the simulator's (irqlab-sim `program.rs`): a release
 //! while a job is unfinished waits (backlog), and a released job still
@@ -110,21 +113,25 @@ pub(crate) fn run_task<E: Exec>(e: &mut E, t: &TaskPlan, t0: Nanos, rec: &Mutex<
             break;
         }
         let woke = sys::now();
-        if let Ok(mut r) = rec.lock() {
-            r.release_delay.record(woke.saturating_sub(rel));
-        }
+        crate::park::critical(|| {
+            if let Ok(mut r) = rec.lock() {
+                r.release_delay.record(woke.saturating_sub(rel));
+            }
+        });
         if !steps(e, &t.program) {
             break;
         }
         let done = sys::now();
-        if let Ok(mut r) = rec.lock() {
-            let resp = done.saturating_sub(rel);
-            r.response.record(resp);
-            r.completed += 1;
-            if deadline.is_some_and(|d| resp > d) {
-                r.late += 1;
+        crate::park::critical(|| {
+            if let Ok(mut r) = rec.lock() {
+                let resp = done.saturating_sub(rel);
+                r.response.record(resp);
+                r.completed += 1;
+                if deadline.is_some_and(|d| resp > d) {
+                    r.late += 1;
+                }
             }
-        }
+        });
         k += 1;
     }
     if let Ok(mut r) = rec.lock() {
