@@ -199,20 +199,11 @@ pub(crate) struct IoShared {
 
 impl IoShared {
     pub fn new(backend: Backend) -> Result<IoShared, RtError> {
-        // SAFETY: creates a descriptor owned by `Fd`.
-        let timer = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_MONOTONIC,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
-        };
-        if timer < 0 {
-            return Err(RtError::last_os("timerfd_create"));
-        }
+        let timer = sys::timerfd()?;
         let io = IoShared {
             waiter: Waiter::new(backend)?,
             wake: sys::eventfd()?,
-            timer: Fd(timer),
+            timer,
             upcalls: Mutex::new(Vec::new()),
             top_half_cpu: Mutex::new(Nanos::ZERO),
             slots: Mutex::new(Vec::new()),

@@ -266,6 +266,21 @@ pub fn eventfd() -> Result<Fd, RtError> {
     Ok(Fd(fd))
 }
 
+/// A non-blocking, unarmed CLOCK_MONOTONIC timerfd.
+pub fn timerfd() -> Result<Fd, RtError> {
+    // SAFETY: plain syscall; the descriptor is owned by the result.
+    let fd = unsafe {
+        libc::timerfd_create(
+            libc::CLOCK_MONOTONIC,
+            libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(RtError::last_os("timerfd_create"));
+    }
+    Ok(Fd(fd))
+}
+
 /// Add 1 to an eventfd.
 pub fn eventfd_signal(fd: libc::c_int) {
     let one: u64 = 1;

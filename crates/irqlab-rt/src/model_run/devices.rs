@@ -279,9 +279,9 @@ pub(crate) fn start_generator(
     if d.kind == DevKind::Generic && d.source == Source::Timerfd {
         let Arrival::Sporadic { min, start, .. } = p.arrival else {
             return Err(RtError::config(
-                &p.name,
+                format!("devices[{i}].source"),
                 "timerfd",
-                "a generic device's arrival",
+                "a timerfd fires at a generic device's min_interarrival",
             ));
         };
         return super::sources::run_timerfd(&p.name, d.fd, t0 + start, min, sent, stop);

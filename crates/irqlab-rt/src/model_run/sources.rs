@@ -25,19 +25,7 @@ use crate::sys;
 pub(crate) fn open(source: Source) -> Result<(sys::Fd, Option<sys::Fd>), RtError> {
     match source {
         Source::Eventfd => Ok((sys::eventfd()?, None)),
-        Source::Timerfd => {
-            // SAFETY: creates a descriptor owned by the result.
-            let t = unsafe {
-                libc::timerfd_create(
-                    libc::CLOCK_MONOTONIC,
-                    libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-                )
-            };
-            if t < 0 {
-                return Err(RtError::last_os("timerfd_create"));
-            }
-            Ok((sys::Fd(t), None))
-        }
+        Source::Timerfd => Ok((sys::timerfd()?, None)),
         Source::Pipe => {
             let mut fds = [0 as libc::c_int; 2];
             // SAFETY: fills two descriptors owned below.
