@@ -42,20 +42,49 @@ vcpus: [{name: m, policy: sporadic, budget: 1ms, period: 10ms}]",
         "machine.cpus = 64",
         "this machine lets the run use",
     );
+    // Request devices on the linux baseline: the kernel has no emulated
+    // disk or xHCI here to serve them.
+    let linux = "machine: {cpus: 1, path: linux}
+vcpus: [{name: m, policy: fifo, priority: 10}]
+";
     refused(
-        &format!("{BASE}tasks: [{{name: t, vcpu: m, program: [{{write: d}}]}}]
+        &format!("{linux}tasks: [{{name: t, vcpu: m, program: [{{write: d}}]}}]
 devices: [{{name: d, kind: disk, class: c, latency: 1ms, top_half: 1us, per_sector: 1us, sectors: 8, sector: 512B}}]"),
         "devices[0].kind = disk",
-        "no real-thread lowering",
+        "no emulated usb or disk device",
     );
-    // USB: the xHCI controller is refused first (and with it the `bind`
-    // steps, which rebind USB devices only).
     let usb = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../python/irqlab/scenarios/usb-priority-inversion.yaml"
     ))
     .expect("the shipped USB model");
-    refused(&usb, "xhci[0] = ", "no real-thread lowering yet");
+    check_model("m", &usb).expect("the shipped USB model runs on quest");
+    refused(
+        &format!(
+            "{linux}tasks: [{{name: t, vcpu: m, program: [{{read: e}}]}}]
+xhci: [{{name: x, top_half: 1us, interrupter_map: [c]}}]
+devices: [{{name: e, kind: usb, class: c, controller: x, rate: 1MB/s, omega_io: 1us}}]"
+        ),
+        "xhci[0] = x",
+        "no xHCI controller",
+    );
+    refused(
+        &format!(
+            "{BASE}tasks: [{{name: t, vcpu: m, program: [{{read: e}}]}}]
+xhci: [{{name: x, top_half: 1us, interrupter_map: [c]}}]
+devices:
+  - {{name: o, kind: usb, class: c, controller: x, rate: 1MB/s, omega_io: 1us}}
+  - {{name: e, kind: usb, class: c, controller: x, rate: 1MB/s, omega_io: 1us, echo_of: o}}"
+        ),
+        "devices[1].echo_of = o",
+        "echo endpoints",
+    );
+    refused(
+        &format!("{BASE}tasks: [{{name: t, vcpu: m, program: [{{write: n}}]}}]
+devices: [{{name: n, kind: nic, class: c, packet: 64B, top_half: 1us, bottom_half: 1us, arrival: {{kind: periodic, interval: 1ms}}}}]"),
+        "tasks[0].program[0].write = n",
+        "only read on real threads",
+    );
     refused(
         &format!(
             "{BASE}tasks: [{{name: t, vcpu: m, period: 10ms, abort_on_miss: true, program: [{{compute: 1ms}}]}}]"
@@ -274,4 +303,150 @@ devices:
     assert_eq!(r.tasks[1].completed, 1);
     assert!(r.tasks[0].completed >= 1);
     assert_eq!(r.servers[0].kind, "thread");
+}
+
+/// Two interrupters (USB-DIFFSERV §III-C), moderation on the low one, an
+/// endpoint per class and one moved between them by a `bind` step.
+const USB: &str = "machine: {cpus: 1, path: quest}
+vcpus:
+  - {name: hi, policy: sporadic, budget: 2ms, period: 10ms}
+  - {name: lo, policy: sporadic, budget: 4ms, period: 20ms}
+  - {name: mover, policy: sporadic, budget: 2ms, period: 40ms}
+  - {name: io.hi, kind: io, policy: pibs, utilization: 20%, io_class: usb-hi}
+  - {name: io.lo, kind: io, policy: sporadic, budget: 1ms, period: 5ms, io_class: usb-lo}
+tasks:
+  - {name: hi, vcpu: hi, period: 10ms, jobs: 10, program: [{read: ep0}]}
+  - {name: lo, vcpu: lo, program: [{loop: {count: 1000, do: [{read: ep1}]}}]}
+  - name: mover
+    vcpu: mover
+    program:
+      - {loop: {count: 5, do: [{write: ep2}]}}
+      - {bind: {device: ep2, class: usb-hi}}
+      - {loop: {count: 5, do: [{read: ep2}]}}
+xhci:
+  - {name: xhci, top_half: 2us, interrupter_map: [usb-hi, usb-lo, 0]}
+  - {name: slow, top_half: 0us, moderation: 2ms, interrupter_map: [usb-lo]}
+devices:
+  - {name: ep0, kind: usb, class: usb-hi, controller: xhci, rate: 60MB/s, request: 512B,
+     omega_io: 30us, omega_main: 20us}
+  - {name: ep1, kind: usb, class: usb-lo, controller: slow, rate: 60MB/s, jitter: 20us,
+     request: 512B, omega_io: 30us, omega_main: 20us}
+  - {name: ep2, kind: usb, class: usb-lo, controller: xhci, rate: 1MB/s, request: 1KiB,
+     omega_io: 30us}
+";
+
+#[test]
+fn usb_endpoints_complete_through_their_interrupters() {
+    let p = check_model("m", USB).expect("a runnable USB model");
+    // One route per endpoint and interrupter it can complete through: ep2
+    // has two (bound to usb-lo, then rebound to usb-hi).
+    let routes: Vec<_> = p
+        .routes
+        .iter()
+        .map(|r| (r.dev, r.interrupter, r.class.as_str()))
+        .collect();
+    assert_eq!(
+        routes,
+        vec![
+            (0, Some((0, 0)), "usb-hi"),
+            (1, Some((1, 0)), "usb-lo"),
+            (2, Some((0, 1)), "usb-lo"),
+            (2, Some((0, 0)), "usb-hi"),
+        ]
+    );
+    assert!(p.notes.iter().any(|n| n.contains("xhci[0].top_half = 2us")));
+    let Some(r) = run_or_skip(USB, 400) else {
+        return;
+    };
+    let rep = r.runtime.as_ref().expect("quest path: irqlab-rt's report");
+    // Each interrupter's fd group is bound to its class's I/O VCPU.
+    let hi = rep.event("io.hi").expect("usb-hi's event path");
+    let lo = rep.event("io.lo").expect("usb-lo's event path");
+    assert_eq!((hi.path, hi.fds.len()), ("class", 2));
+    assert_eq!((lo.path, lo.fds.len()), ("class", 2));
+    let dev = |n: &str| r.devices.iter().find(|d| d.name == n).expect("device");
+    let task = |n: &str| r.tasks.iter().find(|t| t.name == n).expect("task");
+    // hi: 10 jobs of one read each; mover: 5 writes then 5 reads, all done.
+    assert_eq!(task("hi").completed, 10, "{:?}", task("hi"));
+    assert_eq!(task("mover").completed, 1, "{:?}", task("mover"));
+    assert_eq!(dev("ep0").latency.count, 10);
+    assert_eq!(dev("ep2").latency.count, 10);
+    // Every completion was a request sent, and a request returns once.
+    for d in &r.devices {
+        assert_eq!(d.kind, "usb");
+        assert!(d.latency.count <= d.handled && d.handled <= d.sent, "{d:?}");
+        assert_eq!(
+            d.bytes,
+            d.latency.count * if d.name == "ep2" { 1024 } else { 512 }
+        );
+    }
+    // The bind step moved ep2's last 5 requests to interrupter 0: usb-hi
+    // handled ep0's 10 and ep2's 5, usb-lo ep2's first 5 and ep1's.
+    let ep1 = dev("ep1").handled;
+    assert_eq!(hi.items, 15, "{hi:?}");
+    assert_eq!(lo.items, 5 + ep1, "{lo:?}");
+    // Moderation: the `slow` interrupter fires at most every 2 ms, and lo
+    // waits for each of its reads' interrupts -- at most one read per
+    // interrupt (about 2400 in 300 ms without moderation).
+    let fires = r.duration_ns / 2_000_000 + 2;
+    assert!(ep1 <= fires && ep1 >= 10, "{ep1} reads, at most {fires}");
+    // A transfer takes request/rate: 1 KiB at 1 MB/s is 1.024 ms, so no ep2
+    // request returns sooner; every request pays its microframe wait.
+    assert!(dev("ep2").latency.min_ns.unwrap_or(0) >= 1_024_000);
+    // Omega_Main is CPU time of the reading task.
+    assert!(task("hi").cpu_time_ns >= 10 * 20_000, "{:?}", task("hi"));
+}
+
+#[test]
+fn usb_without_io_vcpus_runs_bottom_halves_in_the_readers_vcpu() {
+    let text = USB.replace("path: quest}", "path: quest-no-iovcpu}");
+    let Some(r) = run_or_skip(&text, 300) else {
+        return;
+    };
+    let rep = r.runtime.as_ref().expect("quest path: irqlab-rt's report");
+    // No I/O VCPU is built: the class bottom halves are threads of Main
+    // VCPUs, woken by the top half.
+    assert!(rep.servers.iter().all(|s| !s.name.starts_with("io.")));
+    assert!(rep.tasks.iter().any(|t| t.name == "usb-hi/bh"));
+    assert!(rep.tasks.iter().any(|t| t.name == "usb-lo/bh"));
+    let task = |n: &str| r.tasks.iter().find(|t| t.name == n).expect("task");
+    assert_eq!(task("hi").completed, 10);
+    assert_eq!(task("mover").completed, 1);
+}
+
+#[test]
+fn disk_requests_take_the_service_time_then_the_pio_bottom_half() {
+    let text = format!(
+        "{BASE}tasks:
+  - {{name: t, vcpu: m, period: 10ms, jobs: 5, program: [{{read: d}}, {{write: d}}]}}
+devices:
+  - {{name: d, kind: disk, class: c, latency: 1ms, top_half: 1us, per_sector: 10us, sectors: 8,
+     sector: 512B, omega_main: 10us}}
+"
+    );
+    let p = check_model("m", &text).expect("a runnable disk model");
+    assert_eq!(p.routes.len(), 1);
+    assert_eq!(p.devices[0].bottom_half, Nanos::from_us(80));
+    assert!(p
+        .notes
+        .iter()
+        .any(|n| n.contains("devices[0].top_half = 1us")));
+    let Some(r) = run_or_skip(&text, 200) else {
+        return;
+    };
+    let rep = r.runtime.as_ref().expect("quest path: irqlab-rt's report");
+    let e = rep.event("io").expect("the disk's class");
+    assert_eq!(e.fds.len(), 1);
+    assert_eq!(e.items, 10, "{e:?}");
+    let d = &r.devices[0];
+    assert_eq!((d.kind, d.sent, d.handled), ("disk", 10, 10), "{d:?}");
+    assert_eq!(d.latency.count, 10);
+    assert_eq!(d.bytes, 10 * 8 * 512);
+    // Service time then the bottom half's 8 x 10 us, then Omega_Main.
+    assert!(d.latency.min_ns.unwrap_or(0) >= 1_090_000, "{d:?}");
+    assert_eq!(r.tasks[0].completed, 5);
+    assert!(r.tasks[0].response.min_ns.unwrap_or(0) >= 2_180_000);
+    // The PIO copy is the I/O VCPU's CPU time.
+    let io = rep.server("io").expect("I/O VCPU");
+    assert!(io.cpu_time_ns >= 10 * 80_000, "{io:?}");
 }

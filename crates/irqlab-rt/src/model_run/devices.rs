@@ -35,6 +35,8 @@ pub(crate) struct DevShared {
     pub source: Source,
     /// A pipe's write end.
     writer: Option<sys::Fd>,
+    /// The socket or eventfd (nic, generic); -1 for a request device, whose
+    /// fds are its routes (`requests.rs`).
     pub fd: RawFd,
     /// Keeps the socket or eventfd open.
     _owner: Owner,
@@ -56,6 +58,7 @@ pub(crate) struct DevShared {
 enum Owner {
     Udp(UdpSocket),
     Fd(sys::Fd),
+    None,
 }
 
 impl DevShared {
@@ -74,6 +77,7 @@ impl DevShared {
                 writer = w;
                 (e.0, Owner::Fd(e), None)
             }
+            DevKind::Usb | DevKind::Disk => (-1, Owner::None, None),
         };
         Ok(DevShared {
             kind: p.kind,
@@ -116,6 +120,7 @@ impl DevShared {
                 n
             }
             DevKind::Generic => super::sources::take(self.source, self.fd, max),
+            DevKind::Usb | DevKind::Disk => 0,
         }
     }
 
@@ -158,7 +163,7 @@ impl DevShared {
     pub fn kernel_drops(&self) -> u64 {
         match self.kind {
             DevKind::Nic => crate::io::socket_drops(self.fd).unwrap_or(0),
-            DevKind::Generic => 0,
+            _ => 0,
         }
     }
 }
@@ -264,20 +269,22 @@ pub(crate) fn sleep_abs(t: Nanos, stop: &AtomicBool) -> bool {
 
 /// Start the generator of device `i` on its own thread: items at the
 /// model's arrival times from `t0` until `stop`.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn start_generator(
     i: usize,
     p: &DevPlan,
+    arrival: &Arrival,
     d: &DevShared,
     seed: u64,
     t0: Nanos,
     cpu: Option<usize>,
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, RtError> {
-    let times = Times::new(p.arrival.clone(), seed, i);
+    let times = Times::new(arrival.clone(), seed, i);
     let sent = d.sent.clone();
     let (to, bytes) = (d.to, p.bytes);
     if d.kind == DevKind::Generic && d.source == Source::Timerfd {
-        let Arrival::Sporadic { min, start, .. } = p.arrival else {
+        let Arrival::Sporadic { min, start, .. } = *arrival else {
             return Err(RtError::config(
                 format!("devices[{i}].source"),
                 "timerfd",
@@ -298,7 +305,7 @@ pub(crate) fn start_generator(
             }
             Some(sys::Fd(r))
         }
-        DevKind::Nic => None,
+        _ => None,
     };
     std::thread::Builder::new()
         .name(format!("irqlab-gen-{}", p.name))

@@ -54,6 +54,11 @@ impl Exec for Plain<'_> {
         d.record_read(since);
         true
     }
+    // `plan` refuses usb and disk devices on the linux path.
+    fn request(&mut self, _dev: usize) -> bool {
+        false
+    }
+    fn bind(&mut self, _dev: usize, _route: usize) {}
 }
 
 /// `sched_setattr(2)`'s argument.

@@ -24,6 +24,7 @@ mod linux;
 pub mod plan;
 mod program;
 mod quest;
+pub mod requests;
 mod sources;
 mod upcalls;
 
@@ -186,7 +187,8 @@ pub(crate) fn feed(
 ) -> Result<(bool, Nanos), RtError> {
     let mut started = Ok(());
     for (i, d) in p.devices.iter().enumerate() {
-        match devices::start_generator(i, d, &devs[i], p.seed, t0, p.gen_cpu, stop.clone()) {
+        let Some(a) = &d.arrival else { continue };
+        match devices::start_generator(i, d, a, &devs[i], p.seed, t0, p.gen_cpu, stop.clone()) {
             Ok(h) => threads.push(h),
             Err(e) => {
                 started = Err(e);
@@ -273,10 +275,10 @@ fn collect(p: &Plan, o: Outcome) -> ModelRun {
         .zip(&o.devs)
         .map(|(d, s)| {
             let lat = s.reads.lock().map(|r| Dist::of(&r)).unwrap_or_default();
-            let per = if d.kind == plan::DevKind::Nic {
-                d.bytes as u64
-            } else {
+            let per = if d.kind == plan::DevKind::Generic {
                 0
+            } else {
+                d.bytes as u64
             };
             let bytes = lat.count * per;
             DeviceRun {
@@ -284,6 +286,8 @@ fn collect(p: &Plan, o: Outcome) -> ModelRun {
                 kind: match d.kind {
                     plan::DevKind::Nic => "nic",
                     plan::DevKind::Generic => "generic",
+                    plan::DevKind::Usb => "usb",
+                    plan::DevKind::Disk => "disk",
                 },
                 class: d.class.clone(),
                 sent: s.sent.load(Ordering::Relaxed),

@@ -13,8 +13,8 @@
 use irqlab_core::{Inherit, Nanos, Utilization};
 use irqlab_model::handling::upcall_server;
 use irqlab_model::model::{
-    ArrivalKind, DeviceKindName, InheritMode, PathKind, Policy, RunBackend, Source, Step, Upcall,
-    VcpuKind,
+    ArrivalKind, DeviceKindName, InheritMode, MapEntry, PathKind, Policy, RunBackend, Source, Step,
+    Upcall, VcpuKind,
 };
 use irqlab_model::{device_class, Model};
 
@@ -64,8 +64,17 @@ pub struct VcpuPlan {
 #[derive(Clone, Debug)]
 pub enum Op {
     Compute(Nanos),
-    /// A blocking read of one item from device `devices[i]`.
+    /// A blocking read of one item from device `devices[i]` (nic, generic).
     Read(usize),
+    /// A blocking request (read or write) to `devices[i]` (usb, disk):
+    /// submitted, served by the device, completed by its bottom half.
+    Request(usize),
+    /// `usb_set_iovcpu`: the endpoint's next requests complete through
+    /// route `route` (an interrupter of the new class).
+    Bind {
+        dev: usize,
+        route: usize,
+    },
     Sleep(Nanos),
     /// `count` times, or forever (`None`).
     Loop {
@@ -131,6 +140,56 @@ pub enum DevKind {
     Nic,
     /// An eventfd written at the model's inter-arrival times.
     Generic,
+    /// A USB endpoint behind an xHCI controller: requests served by the
+    /// controller thread (`requests.rs`), completing through its routes.
+    Usb,
+    /// A disk: requests served one at a time in `latency`, completing
+    /// through its route.
+    Disk,
+}
+
+impl DevKind {
+    /// Served per request (usb, disk) rather than arriving by itself.
+    pub fn is_request(self) -> bool {
+        matches!(self, DevKind::Usb | DevKind::Disk)
+    }
+}
+
+/// An xHCI controller (USB-DIFFSERV §III-C).
+#[derive(Clone, Debug)]
+pub struct XhciPlan {
+    pub name: String,
+    /// The I/O class of each interrupter (`xHCI_interrupter_to_IOVCPU_map`).
+    pub interrupters: Vec<String>,
+    /// Interrupter moderation: at least this long between two interrupts of
+    /// one interrupter.
+    pub moderation: Nanos,
+    /// Each transfer starts at a random phase of its microframe (else the
+    /// phase of the time since the run's start).
+    pub random_frame_phase: bool,
+}
+
+/// A USB endpoint's transfer.
+#[derive(Clone, Debug)]
+pub struct UsbPlan {
+    pub controller: usize,
+    /// Transfer size (`request`).
+    pub bytes: u64,
+    /// Device rate, bytes per second.
+    pub rate: u64,
+    /// Uniform extra transfer time, at most this.
+    pub jitter: Nanos,
+}
+
+/// Where a request device's completions arrive: one fd (a disk's, or one
+/// USB endpoint's through one interrupter) bound to `class` -- the fd
+/// group of an interrupter is its routes.
+#[derive(Clone, Debug)]
+pub struct RoutePlan {
+    pub dev: usize,
+    /// `(controller, interrupter)` of a USB route.
+    pub interrupter: Option<(usize, usize)>,
+    pub class: String,
 }
 
 #[derive(Clone, Debug)]
@@ -138,8 +197,10 @@ pub struct DevPlan {
     pub name: String,
     pub kind: DevKind,
     pub class: String,
-    pub arrival: Arrival,
-    /// Datagram size (nic).
+    /// When items arrive by themselves (nic, generic); `None` for request
+    /// devices (usb, disk).
+    pub arrival: Option<Arrival>,
+    /// Datagram size (nic); bytes per request (usb, disk).
     pub bytes: usize,
     /// Items delivered but not yet read, at most (the socket buffer).
     pub buffer: u64,
@@ -147,12 +208,19 @@ pub struct DevPlan {
     pub bottom_half: Nanos,
     /// Omega_Main: CPU time of the reading task when a read returns.
     pub omega_main: Nanos,
-    /// Tasks whose programs read it.
+    /// Tasks whose programs read it (or send it requests).
     pub readers: Vec<usize>,
     /// How a generic device's events are produced (nic: UDP).
     pub source: Source,
     /// Handled by an upcall instead of (user) or before (kernel) its class.
     pub upcall: Option<Upcall>,
+    /// usb: the endpoint's transfers.
+    pub usb: Option<UsbPlan>,
+    /// disk: the service time of one request.
+    pub latency: Nanos,
+    /// usb, disk: its routes (indices into `Plan::routes`), the first the
+    /// one bound at the start.
+    pub routes: Vec<usize>,
 }
 
 /// A model lowered for a real run.
@@ -169,6 +237,9 @@ pub struct Plan {
     pub vcpus: Vec<VcpuPlan>,
     pub tasks: Vec<TaskPlan>,
     pub devices: Vec<DevPlan>,
+    pub xhci: Vec<XhciPlan>,
+    /// The completion fds of the request devices.
+    pub routes: Vec<RoutePlan>,
     /// I/O class names, in model order.
     pub classes: Vec<String>,
     /// The task on whose behalf a class's unsolicited events are handled.
@@ -229,14 +300,7 @@ pub fn lower(
         ));
     }
     let mut notes = Vec::new();
-    if !m.xhci.is_empty() {
-        return Err(refuse(
-            "xhci[0]",
-            &m.xhci[0].name,
-            "an xHCI controller has no real-thread lowering yet (issue 16: one fd group per \
-             interrupter is not built); simulate it instead",
-        ));
-    }
+    let xhci = xhci_plans(m, path, &mut notes)?;
     if let Some(l) = &m.machine.linux {
         linux_knobs(l, path)?;
     }
@@ -331,6 +395,7 @@ pub fn lower(
     // Devices.
     let classes = irqlab_model::class_names(m);
     let mut devices = Vec::new();
+    let mut routes = Vec::new();
     for (i, d) in m.devices.iter().enumerate() {
         let f = |k: &str| format!("devices[{i}].{k}");
         // A user upcall's events are on no class: its path is named like
@@ -378,13 +443,9 @@ pub fn lower(
                     start: ns(d.start),
                 },
             ),
-            k @ (DeviceKindName::Disk | DeviceKindName::Usb) => {
-                return Err(refuse(
-                    f("kind"),
-                    format!("{k:?}").to_lowercase(),
-                    "no real-thread lowering yet (nic and generic devices run); simulate it \
-                     instead",
-                ))
+            DeviceKindName::Disk | DeviceKindName::Usb => {
+                devices.push(request_device(m, i, class, path, &mut routes, &mut notes)?);
+                continue;
             }
         };
         if let Arrival::Periodic { interval, .. } = &arrival {
@@ -396,13 +457,12 @@ pub fn lower(
                 ));
             }
         }
-        let (top, bottom) = match kind {
-            DevKind::Nic => (ns(d.top_half), ns(d.bottom_half)),
-            DevKind::Generic => (ns(d.isr), ns(d.dsr)),
-        };
-        let (tk, bk) = match kind {
-            DevKind::Nic => ("top_half", "bottom_half"),
-            DevKind::Generic => ("isr", "dsr"),
+        let ((top, bottom), (tk, bk)) = match kind {
+            DevKind::Nic => (
+                (ns(d.top_half), ns(d.bottom_half)),
+                ("top_half", "bottom_half"),
+            ),
+            _ => ((ns(d.isr), ns(d.dsr)), ("isr", "dsr")),
         };
         if !top.is_zero() {
             notes.push(format!(
@@ -441,7 +501,7 @@ pub fn lower(
             name: d.name.clone(),
             kind,
             class,
-            arrival,
+            arrival: Some(arrival),
             bytes,
             buffer: d.buffer.unwrap_or(1024) as u64,
             bottom_half: if path == PathKind::Linux {
@@ -453,6 +513,9 @@ pub fn lower(
             readers: Vec::new(),
             source: d.source.unwrap_or_default(),
             upcall: d.upcall.clone(),
+            usb: None,
+            latency: Nanos::ZERO,
+            routes: Vec::new(),
         });
     }
     // Tasks.
@@ -479,7 +542,14 @@ pub fn lower(
                 deadline: t.deadline.map(|d| d.0),
             },
         };
-        let program = ops(&t.program, &f("program"), m, i, &mut devices)?;
+        let mut lw = Lowering {
+            m,
+            task: i,
+            devices: &mut devices,
+            routes: &mut routes,
+            xhci: &xhci,
+        };
+        let program = lw.ops(&t.program, &f("program"))?;
         if let VcpuPolicy::Deadline { .. } = vcpus[vcpu].policy {
             if m.tasks.iter().filter(|u| u.vcpu == t.vcpu).count() > 1 {
                 return Err(refuse(
@@ -518,6 +588,8 @@ pub fn lower(
         vcpus,
         tasks,
         devices,
+        xhci,
+        routes,
         classes,
         consumers,
         notes,
@@ -614,55 +686,259 @@ fn linux_knobs(l: &irqlab_model::model::LinuxSpec, path: PathKind) -> Result<(),
     Ok(())
 }
 
-/// A model program as run operations; records each device's readers.
-fn ops(
-    steps: &[Step],
-    path: &str,
-    m: &Model,
+/// What lowering a task's program needs: the model, the task, and the
+/// devices and routes it adds readers and bind targets to.
+struct Lowering<'a> {
+    m: &'a Model,
     task: usize,
-    devices: &mut [DevPlan],
-) -> Result<Vec<Op>, RtError> {
-    let mut out = Vec::new();
-    for (k, s) in steps.iter().enumerate() {
-        let here = format!("{path}[{k}]");
-        out.push(match s {
-            Step::Compute(d) => Op::Compute(d.0),
-            Step::Sleep(d) => Op::Sleep(d.0),
-            Step::Read(dev) => {
-                let i = m
-                    .devices
-                    .iter()
-                    .position(|d| &d.name == dev)
-                    .ok_or_else(|| refuse(format!("{here}.read"), dev, "no such device"))?;
-                if !devices[i].readers.contains(&task) {
-                    devices[i].readers.push(task);
+    devices: &'a mut [DevPlan],
+    routes: &'a mut Vec<RoutePlan>,
+    xhci: &'a [XhciPlan],
+}
+
+impl Lowering<'_> {
+    /// The device named `dev` at step `here`; records the task as a reader.
+    fn device(&mut self, dev: &str, here: &str) -> Result<usize, RtError> {
+        let i = self
+            .m
+            .devices
+            .iter()
+            .position(|d| d.name == dev)
+            .ok_or_else(|| refuse(here, dev, "no such device"))?;
+        if !self.devices[i].readers.contains(&self.task) {
+            self.devices[i].readers.push(self.task);
+        }
+        Ok(i)
+    }
+
+    /// A model program as run operations.
+    fn ops(&mut self, steps: &[Step], path: &str) -> Result<Vec<Op>, RtError> {
+        let mut out = Vec::new();
+        for (k, s) in steps.iter().enumerate() {
+            let here = format!("{path}[{k}]");
+            out.push(match s {
+                Step::Compute(d) => Op::Compute(d.0),
+                Step::Sleep(d) => Op::Sleep(d.0),
+                Step::Read(dev) => {
+                    let i = self.device(dev, &format!("{here}.read"))?;
+                    if self.devices[i].kind.is_request() {
+                        Op::Request(i)
+                    } else {
+                        Op::Read(i)
+                    }
                 }
-                Op::Read(i)
-            }
-            Step::Write(dev) => {
-                return Err(refuse(
-                    format!("{here}.write"),
-                    dev,
-                    "writes go to usb and disk devices, which have no real-thread lowering yet",
-                ))
-            }
-            Step::Bind { device, class } => {
-                return Err(refuse(
-                    format!("{here}.bind"),
-                    format!("{device} -> {class}"),
-                    "rebinding an fd while the run goes on (usb_set_iovcpu at run time) is not \
-                     in irqlab-rt yet; bind it in `bindings` instead",
-                ))
-            }
-            Step::Loop { count, body } => Op::Loop {
-                count: Some(*count),
-                body: ops(body, &format!("{here}.loop.do"), m, task, devices)?,
-            },
-            Step::Forever(body) => Op::Loop {
-                count: None,
-                body: ops(body, &format!("{here}.forever"), m, task, devices)?,
-            },
+                Step::Write(dev) => {
+                    let i = self.device(dev, &format!("{here}.write"))?;
+                    if !self.devices[i].kind.is_request() {
+                        return Err(refuse(
+                            format!("{here}.write"),
+                            dev,
+                            "a nic or generic device is only read on real threads (its \
+                             arrivals come by themselves); writes go to usb and disk devices",
+                        ));
+                    }
+                    Op::Request(i)
+                }
+                Step::Bind { device, class } => {
+                    let here = format!("{here}.bind");
+                    let dev = self.device(device, &here)?;
+                    Op::Bind {
+                        dev,
+                        route: self.route(dev, class, &here)?,
+                    }
+                }
+                Step::Loop { count, body } => Op::Loop {
+                    count: Some(*count),
+                    body: self.ops(body, &format!("{here}.loop.do"))?,
+                },
+                Step::Forever(body) => Op::Loop {
+                    count: None,
+                    body: self.ops(body, &format!("{here}.forever"))?,
+                },
+            });
+        }
+        Ok(out)
+    }
+
+    /// The route of USB endpoint `dev` bound to `class` (added if new): the
+    /// controller's interrupter of that class (the model checked there is
+    /// one; the simulator takes interrupter 0 otherwise).
+    fn route(&mut self, dev: usize, class: &str, here: &str) -> Result<usize, RtError> {
+        let Some(u) = &self.devices[dev].usb else {
+            return Err(refuse(
+                here,
+                class,
+                "usb_set_iovcpu rebinds USB devices only",
+            ));
+        };
+        let x = u.controller;
+        let it = self.xhci[x]
+            .interrupters
+            .iter()
+            .position(|c| c == class)
+            .unwrap_or(0);
+        let found = self.devices[dev]
+            .routes
+            .iter()
+            .copied()
+            .find(|&r| self.routes[r].interrupter == Some((x, it)));
+        Ok(found.unwrap_or_else(|| {
+            self.routes.push(RoutePlan {
+                dev,
+                interrupter: Some((x, it)),
+                class: self.xhci[x].interrupters[it].clone(),
+            });
+            let r = self.routes.len() - 1;
+            self.devices[dev].routes.push(r);
+            r
+        }))
+    }
+}
+
+/// The model's xHCI controllers; their top half and MSI vectors are named
+/// in `notes` (the runtime's epoll top half and the routes' eventfds).
+fn xhci_plans(
+    m: &Model,
+    path: PathKind,
+    notes: &mut Vec<String>,
+) -> Result<Vec<XhciPlan>, RtError> {
+    let mut out = Vec::new();
+    for (i, x) in m.xhci.iter().enumerate() {
+        if path == PathKind::Linux {
+            return Err(refuse(
+                format!("xhci[{i}]"),
+                &x.name,
+                "this machine has no xHCI controller to measure the kernel's USB path on: \
+                 the linux baseline runs nic and generic devices (simulate the linux USB \
+                 path, or run the model as quest / quest-no-iovcpu)",
+            ));
+        }
+        let interrupters = x
+            .interrupter_map
+            .iter()
+            .filter_map(|e| match e {
+                MapEntry::Class(c) => Some(c.clone()),
+                MapEntry::Number(_) => None,
+            })
+            .collect();
+        if !x.top_half.0.is_zero() {
+            notes.push(format!(
+                "xhci[{i}].top_half = {}: not added; irqlab-rt's epoll top half runs instead \
+                 (each interrupter's MSI vector is its routes' eventfds)",
+                x.top_half.0
+            ));
+        }
+        out.push(XhciPlan {
+            name: x.name.clone(),
+            interrupters,
+            moderation: ns(x.moderation),
+            random_frame_phase: x.random_frame_phase,
         });
     }
     Ok(out)
+}
+
+/// A usb or disk device (`devices[i]`, bound to `class`) and its first
+/// route.
+fn request_device(
+    m: &Model,
+    i: usize,
+    class: String,
+    path: PathKind,
+    routes: &mut Vec<RoutePlan>,
+    notes: &mut Vec<String>,
+) -> Result<DevPlan, RtError> {
+    let d = &m.devices[i];
+    let f = |k: &str| format!("devices[{i}].{k}");
+    if path == PathKind::Linux {
+        return Err(refuse(
+            f("kind"),
+            format!("{:?}", d.kind).to_lowercase(),
+            "the linux baseline measures the kernel's own bottom halves, and this machine's \
+             kernel has no emulated usb or disk device to serve the model's requests; run it \
+             as quest / quest-no-iovcpu, or simulate the linux path",
+        ));
+    }
+    if d.echo_of.is_some() {
+        return Err(refuse(
+            f("echo_of"),
+            d.echo_of.as_deref().unwrap_or_default(),
+            "echo endpoints (an IN endpoint returning what was written to another) have no \
+             real-thread lowering yet; simulate the model instead",
+        ));
+    }
+    let (kind, usb, latency, work, bytes) = match d.kind {
+        DeviceKindName::Usb => {
+            let controller = m
+                .xhci
+                .iter()
+                .position(|x| Some(&x.name) == d.controller.as_ref())
+                .ok_or_else(|| {
+                    refuse(
+                        f("controller"),
+                        d.controller.as_deref().unwrap_or_default(),
+                        "no such xhci controller",
+                    )
+                })?;
+            let bytes = d.request.map_or(512, |s| s.0);
+            let usb = UsbPlan {
+                controller,
+                bytes,
+                rate: d.rate.map_or(0, |r| r.0),
+                jitter: ns(d.jitter),
+            };
+            // USB-DIFFSERV Eq. 1: Omega_IO (+ kfree) per request on the
+            // interrupter's I/O VCPU.
+            let work = ns(d.omega_io) + ns(d.kfree);
+            (DevKind::Usb, Some(usb), Nanos::ZERO, work, bytes)
+        }
+        _ => {
+            // QUEST-VCPU §4's PIO disk: the bottom half copies the sectors.
+            let sectors = d.sectors.unwrap_or(1);
+            let work = Nanos(ns(d.per_sector).0.saturating_mul(sectors));
+            let bytes = sectors.saturating_mul(d.sector.map_or(512, |s| s.0));
+            if !ns(d.top_half).is_zero() {
+                notes.push(format!(
+                    "{} = {}: not added; irqlab-rt's epoll top half runs instead",
+                    f("top_half"),
+                    ns(d.top_half)
+                ));
+            }
+            (DevKind::Disk, None, ns(d.latency), work, bytes)
+        }
+    };
+    let interrupter = usb.as_ref().map(|u| {
+        let x = &m.xhci[u.controller];
+        let classes = x.interrupter_map.iter().filter_map(|e| match e {
+            MapEntry::Class(c) => Some(c.as_str()),
+            MapEntry::Number(_) => None,
+        });
+        let it = classes.clone().position(|c| c == class).unwrap_or(0);
+        (
+            u.controller,
+            it,
+            classes.clone().nth(it).unwrap_or_default().to_string(),
+        )
+    });
+    routes.push(RoutePlan {
+        dev: i,
+        interrupter: interrupter.as_ref().map(|(x, it, _)| (*x, *it)),
+        class: interrupter.map_or(class.clone(), |(_, _, c)| c),
+    });
+    Ok(DevPlan {
+        name: d.name.clone(),
+        kind,
+        class,
+        arrival: None,
+        bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
+        buffer: 0,
+        bottom_half: work,
+        omega_main: ns(d.omega_main),
+        readers: Vec::new(),
+        source: d.source.unwrap_or_default(),
+        upcall: d.upcall.clone(),
+        usb,
+        latency,
+        routes: vec![routes.len() - 1],
+    })
 }

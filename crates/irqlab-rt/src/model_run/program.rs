@@ -1,6 +1,7 @@
 //! A model task's program on a real thread: releases (periodic from the
 //! run's start plus `offset`, or once), compute steps as CPU time on the
-//! thread's own clock, blocking reads, sleeps and loops; per-task jobs,
+//! thread's own clock, blocking reads and requests (usb, disk), bind steps
+//! (`usb_set_iovcpu`), sleeps and loops; per-task jobs,
 //! response times, deadline misses and release delays (the host's timer
 //! stalls).
 //!
@@ -30,6 +31,12 @@ pub(crate) trait Exec {
     /// Block until one item of device `dev` is there and take it; `false`
     /// when the run stops.
     fn read(&mut self, dev: usize) -> bool;
+    /// Submit a request to device `dev` (usb, disk), block until it
+    /// completed and return; `false` when the run stops.
+    fn request(&mut self, dev: usize) -> bool;
+    /// `usb_set_iovcpu`: device `dev`'s next requests complete through
+    /// route `route`.
+    fn bind(&mut self, dev: usize, route: usize);
 }
 
 /// Spend `work` of this thread's CPU time.
@@ -75,6 +82,11 @@ fn steps<E: Exec>(e: &mut E, ops: &[Op]) -> bool {
             }
             Op::Sleep(ns) => e.sleep_until(sys::now() + *ns),
             Op::Read(d) => e.read(*d),
+            Op::Request(d) => e.request(*d),
+            Op::Bind { dev, route } => {
+                e.bind(*dev, *route);
+                true
+            }
             Op::Loop { count, body } => {
                 let mut k = 0;
                 loop {

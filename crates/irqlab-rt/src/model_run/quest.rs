@@ -19,6 +19,7 @@ use irqlab_model::model::PathKind;
 use super::devices::DevShared;
 use super::plan::{Plan, VcpuPolicy};
 use super::program::{self, Exec, TaskRec};
+use super::requests::{self, Requests};
 use super::Outcome;
 use crate::error::RtError;
 use crate::{
@@ -27,7 +28,9 @@ use crate::{
 
 struct Managed<'a> {
     ctx: &'a TaskCtx,
+    task: usize,
     devs: &'a [Arc<DevShared>],
+    req: &'a Requests,
     omega: Vec<Nanos>,
 }
 
@@ -47,6 +50,60 @@ impl Exec for Managed<'_> {
         d.record_read(since);
         true
     }
+    fn request(&mut self, dev: usize) -> bool {
+        let since = sys::now();
+        let want = self.req.submit(self.task, dev);
+        while !self.req.is_done(self.task, want) {
+            if !self.ctx.wait_wake() {
+                return false;
+            }
+        }
+        program::spin(self.omega[dev]);
+        self.devs[dev].record_read(since);
+        true
+    }
+    fn bind(&mut self, dev: usize, route: usize) {
+        self.req.bind(dev, route);
+    }
+}
+
+/// What a class's bottom half serves: a device's items, or a request
+/// device's completions on one route.
+#[derive(Clone, Copy)]
+enum Member {
+    Items(usize),
+    Route(usize),
+}
+
+impl Member {
+    /// The device and the tasks woken when it delivers.
+    fn device(self, p: &Plan) -> usize {
+        match self {
+            Member::Items(d) => d,
+            Member::Route(r) => p.routes[r].dev,
+        }
+    }
+}
+
+/// One bottom half of `m`: one item (its work, into the buffer; `Some`
+/// with the readers to wake) or one completion (its work; `Some` with the
+/// requester); `None` when nothing is there.
+fn bottom_half_one(
+    m: Member,
+    devs: &[Arc<DevShared>],
+    req: &Requests,
+    work: Nanos,
+    readers: &[TaskHandle],
+    handles: &[TaskHandle],
+) -> Option<Vec<TaskHandle>> {
+    match m {
+        Member::Items(d) => {
+            let n = devs[d].take_fd(1);
+            devs[d].deliver(n, work);
+            (n > 0).then(|| readers.to_vec())
+        }
+        Member::Route(r) => req.complete_one(r, devs).map(|t| vec![handles[t]]),
+    }
 }
 
 /// The Main VCPU a class's events are served for: its consumer's, else the
@@ -54,9 +111,17 @@ impl Exec for Managed<'_> {
 fn served_vcpu(p: &Plan, class: usize) -> Option<usize> {
     let c = &p.classes[class];
     p.consumers[class].map(|t| p.tasks[t].vcpu).or_else(|| {
-        p.devices
+        let items = p
+            .devices
             .iter()
-            .filter(|d| &d.class == c)
+            .filter(|d| !d.kind.is_request() && &d.class == c);
+        let routes = p
+            .routes
+            .iter()
+            .filter(|r| &r.class == c)
+            .map(|r| &p.devices[r.dev]);
+        items
+            .chain(routes)
             .find_map(|d| d.readers.first().map(|&t| p.tasks[t].vcpu))
     })
 }
@@ -121,16 +186,19 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     };
     // Devices and tasks.
     let devs = super::open_devices(p)?;
+    let req = Arc::new(Requests::open(p)?);
     let recs: Vec<Arc<Mutex<TaskRec>>> = p.tasks.iter().map(|_| Arc::default()).collect();
     let mut handles: Vec<TaskHandle> = Vec::new();
     for (i, t) in p.tasks.iter().enumerate() {
         let server = server_of(t.vcpu)?;
-        let (plan_t, rec, devs2) = (t.clone(), recs[i].clone(), devs.clone());
+        let (plan_t, rec, devs2, req2) = (t.clone(), recs[i].clone(), devs.clone(), req.clone());
         let omega: Vec<Nanos> = p.devices.iter().map(|d| d.omega_main).collect();
         let h = rt.spawn(server, &t.name, t.priority, move |ctx| {
             let mut e = Managed {
                 ctx,
+                task: i,
                 devs: &devs2,
+                req: &req2,
                 omega,
             };
             program::run_task(&mut e, &plan_t, ctx.start_time(), &rec);
@@ -142,12 +210,23 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     };
     let mut forwarders = Vec::new();
     for (ci, class) in p.classes.iter().enumerate() {
-        let members: Vec<usize> = (0..p.devices.len())
-            .filter(|&d| &p.devices[d].class == class)
-            .collect();
+        // The class's fds: its nic/generic devices, and the routes bound to
+        // it (a disk's completion fd, a USB endpoint's fd through an
+        // interrupter of this class).
+        let items = (0..p.devices.len())
+            .filter(|&d| !p.devices[d].kind.is_request() && &p.devices[d].class == class)
+            .map(Member::Items);
+        let routes = (0..p.routes.len())
+            .filter(|&r| &p.routes[r].class == class)
+            .map(Member::Route);
+        let members: Vec<Member> = items.chain(routes).collect();
         if members.is_empty() {
             continue;
         }
+        let fd_of = |m: Member| match m {
+            Member::Items(d) => devs[d].fd,
+            Member::Route(r) => req.routes[r].fd.0,
+        };
         let served = served_vcpu(p, ci);
         if p.path == PathKind::QuestNoIovcpu {
             // No I/O VCPU: a bottom-half thread in the served Main VCPU.
@@ -155,30 +234,33 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
                 // Nobody reads the class: its items stay in the kernel.
                 continue;
             };
-            let ds: Vec<(Arc<DevShared>, Nanos, Vec<TaskHandle>)> = members
+            let ds: Vec<(Member, Nanos, Vec<TaskHandle>)> = members
                 .iter()
-                .map(|&d| (devs[d].clone(), p.devices[d].bottom_half, readers(d)))
+                .map(|&m| {
+                    let d = m.device(p);
+                    (m, p.devices[d].bottom_half, readers(d))
+                })
                 .collect();
-            let h = rt.handle();
+            let (h, devs2, req2, all) = (rt.handle(), devs.clone(), req.clone(), handles.clone());
             let bh = rt.spawn(
                 server_of(home)?,
                 &format!("{class}/bh"),
                 top_prio(p, home),
                 move |ctx| {
                     while ctx.wait_wake() {
-                        for (d, work, rd) in &ds {
+                        for (m, work, rd) in &ds {
                             // One item at a time, with the cooperative
                             // budget check between items.
-                            loop {
-                                let n = d.take_fd(1);
-                                if n == 0 || !ctx.running() {
+                            while ctx.running() {
+                                let Some(wake) =
+                                    bottom_half_one(*m, &devs2, &req2, *work, rd, &all)
+                                else {
                                     break;
-                                }
-                                d.deliver(n, *work);
+                                };
                                 // A managed thread takes the CPU lock only
                                 // where it cannot be parked.
                                 crate::park::critical(|| {
-                                    for &r in rd {
+                                    for &r in &wake {
                                         h.wake(r);
                                     }
                                 });
@@ -188,7 +270,7 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
                     }
                 },
             )?;
-            let fds: Vec<i32> = members.iter().map(|&d| devs[d].fd).collect();
+            let fds: Vec<i32> = members.iter().map(|&m| fd_of(m)).collect();
             forwarders.push((fds, bh, p.cpus[p.vcpus[home].cpu]));
             continue;
         }
@@ -240,25 +322,41 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
             }
         };
         let cls = rt.io_class(&io.name, server, Some(p.cpus[io.cpu]))?;
-        for &d in &members {
-            if super::upcalls::bind_kernel(&mut rt, p, d, &devs[d], cls, readers(d))? {
+        for &m in &members {
+            let d = m.device(p);
+            if matches!(m, Member::Items(_))
+                && super::upcalls::bind_kernel(&mut rt, p, d, &devs[d], cls, readers(d))?
+            {
                 continue;
             }
-            // One item per handler call: the runtime checks the budget
-            // between handlers, and a bottom half is one item's work (as in
-            // the simulator). A handler taking many items can run far past
-            // a small PIBS budget (C_max = U T) before the supervisor stops
-            // it, and the overrun is not paid back.
-            let handler =
-                super::upcalls::handler(devs[d].clone(), p.devices[d].bottom_half, readers(d));
+            let (devs2, req2, all) = (devs.clone(), req.clone(), handles.clone());
+            let (work, rd) = (p.devices[d].bottom_half, readers(d));
+            // One item or completion per handler call: the runtime checks
+            // the budget between handlers, and a bottom half is one item's
+            // work (as in the simulator). A handler taking many items can
+            // run far past a small PIBS budget (C_max = U T) before the
+            // supervisor stops it, and the overrun is not paid back.
+            let handler = move |ev: &mut crate::Event| match bottom_half_one(
+                m, &devs2, &req2, work, &rd, &all,
+            ) {
+                Some(wake) => {
+                    for r in wake {
+                        ev.wake(r);
+                    }
+                    1
+                }
+                None => 0,
+            };
+            // PIBS (QUEST-VCPU Alg. 10): the I/O VCPU takes the period of
+            // the Main VCPU waiting on this fd (the device's reader).
             let waiter = p.devices[d]
                 .readers
                 .first()
                 .and_then(|&t| servers[p.tasks[t].vcpu])
                 .filter(|s| s.period.is_some());
             match waiter {
-                Some(w) => rt.bind_fd_for(devs[d].fd, cls, w, handler)?,
-                None => rt.bind_fd(devs[d].fd, cls, handler)?,
+                Some(w) => rt.bind_fd_for(fd_of(m), cls, w, handler)?,
+                None => rt.bind_fd(fd_of(m), cls, handler)?,
             }
         }
     }
@@ -271,6 +369,16 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     let mut threads = Vec::new();
     for (fds, bh, cpu) in forwarders {
         threads.push(forwarder(fds, bh, rt.handle(), cpu, stop.clone())?);
+    }
+    if !p.routes.is_empty() {
+        threads.push(requests::start_controller(
+            p,
+            req.clone(),
+            devs.clone(),
+            t0,
+            p.gen_cpu,
+            stop.clone(),
+        )?);
     }
     let (interrupted, t_end) = super::feed(p, &devs, t0, &stop, threads)?;
     let report = rt.stop();
