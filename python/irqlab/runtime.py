@@ -67,14 +67,18 @@ def check_model(model: str | Path) -> list[str]:
     Raises :class:`ScenarioError` for what cannot run for real (field, value,
     reason)."""
     path = model_path(model)
-    return list(_rt.check_model(path.name, path.read_text()))
+    # the full path: files the model names (arrival traces) are read
+    # relative to its directory
+    return list(_rt.check_model(str(path), path.read_text()))
 
 
 def run(model: str | Path, duration_ns: int | None = None,
         seed: int | None = None) -> RunOutput:
     """Run a system model on real threads (blocks for its duration)."""
     path = model_path(model)
-    result, summary, hist = _rt.run_model(path.name, path.read_text(), duration_ns, seed)
+    # the full path: files the model names (arrival traces) are read
+    # relative to its directory
+    result, summary, hist = _rt.run_model(str(path), path.read_text(), duration_ns, seed)
     return RunOutput(json.loads(result), summary, hist)
 
 

@@ -152,6 +152,38 @@ pub fn check_text(text: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// An arrival trace file (a nic's `arrival: {kind: trace, file}`): one
+/// arrival time per line (a duration with unit; `#` comments, a header line
+/// `time` and columns after a comma are skipped), sorted, in ns. The error
+/// is `(line, value, rule)`; line `None` when the file cannot be read.
+pub fn read_trace_file(file: &Path) -> Result<Vec<u64>, (Option<usize>, String, String)> {
+    let text = read_text_file(file, MAX_TRACE_FILE_BYTES).map_err(|e| {
+        (
+            None,
+            file.display().to_string(),
+            format!("cannot read: {e}"),
+        )
+    })?;
+    let mut times = Vec::new();
+    for (k, line) in text.lines().enumerate() {
+        let l = line
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split(',')
+            .next()
+            .unwrap_or("")
+            .trim();
+        if l.is_empty() || l.eq_ignore_ascii_case("time") {
+            continue;
+        }
+        let t = crate::units::parse_duration(l).map_err(|e| (Some(k + 1), l.to_owned(), e))?;
+        times.push(t.as_ns());
+    }
+    times.sort_unstable();
+    Ok(times)
+}
+
 /// Read a text input file (an arrival trace): only a regular file, at most
 /// `max` bytes; the message says which rule failed.
 pub fn read_text_file(path: &Path, max: u64) -> Result<String, String> {

@@ -95,10 +95,10 @@ devices: [{{name: n, kind: nic, class: c, packet: 64B, top_half: 1us, bottom_hal
     refused(
         &format!(
             "{BASE}tasks: [{{name: t, vcpu: m, program: [{{read: n}}]}}]
-devices: [{{name: n, kind: nic, class: c, packet: 64B, top_half: 1us, bottom_half: 1us, arrival: {{kind: ping-flood, rtt: 1ms}}}}]"
+devices: [{{name: n, kind: nic, class: c, packet: 64B, top_half: 1us, bottom_half: 1us, arrival: {{kind: trace, file: /nonexistent/arrivals.csv}}}}]"
         ),
-        "devices[0].arrival.kind = pingflood",
-        "not generated on loopback",
+        "devices[0].arrival.file = /nonexistent/arrivals.csv",
+        "cannot read",
     );
     refused(
         "machine: {cpus: 1, path: quest}
@@ -449,4 +449,71 @@ devices:
     // The PIO copy is the I/O VCPU's CPU time.
     let io = rep.server("io").expect("I/O VCPU");
     assert!(io.cpu_time_ns >= 10 * 80_000, "{io:?}");
+}
+
+#[test]
+fn ping_flood_and_trace_arrivals_on_loopback() {
+    let dir = std::env::temp_dir().join(format!("irqlab-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    // 40 packets at 2 ms, 4 ms, ..., 80 ms, plus a header and a comment.
+    let mut csv = String::from("time,size\n# arrivals\n");
+    for k in (1..=40).rev() {
+        csv.push_str(&format!("{}ms,64\n", 2 * k));
+    }
+    std::fs::write(dir.join("arrivals.csv"), csv).expect("trace file");
+    let text = format!(
+        "{BASE}  - {{name: io2, kind: io, policy: pibs, utilization: 10%, io_class: c2}}
+tasks:
+  - {{name: t, vcpu: m, program: [{{forever: [{{read: ping}}]}}]}}
+  - {{name: u, vcpu: m, program: [{{loop: {{count: 40, do: [{{read: tr}}]}}}}]}}
+devices:
+  - {{name: ping, kind: nic, class: c, packet: 64B, top_half: 0us, bottom_half: 20us,
+     arrival: {{kind: ping-flood, rtt: 1ms}}}}
+  - {{name: tr, kind: nic, class: c2, packet: 64B, top_half: 0us, bottom_half: 5us,
+     arrival: {{kind: trace, file: arrivals.csv}}}}
+"
+    );
+    // The trace is read relative to the model file's directory.
+    let model = dir.join("m.yaml");
+    let p = check_model(model.to_str().expect("utf-8 path"), &text).expect("runnable");
+    assert_eq!(p.name, "m.yaml");
+    let Some(r) = (|| {
+        if let Err(e) = irqlab_rt::sys::probe_fifo() {
+            eprintln!("SKIPPED: {e}");
+            return None;
+        }
+        let _one = common::serial();
+        let path = model.to_str().expect("utf-8 path");
+        match run_model(path, &text, Some(Nanos::from_ms(300)), Some(1)) {
+            Ok(r) => Some(r),
+            Err(e) if e.is_unavailable() => {
+                eprintln!("SKIPPED: {e}");
+                None
+            }
+            Err(e) => panic!("run: {e}"),
+        }
+    })() else {
+        return;
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    // The trace: exactly its 40 packets, all read.
+    let tr = &r.devices[1];
+    assert_eq!(
+        (tr.sent, tr.handled, tr.latency.count),
+        (40, 40, 40),
+        "{tr:?}"
+    );
+    assert_eq!(r.tasks[1].completed, 1);
+    // The closed loop: never more than one packet per rtt (1 ms), and the
+    // replies bring sends forward -- the 10 ms fallback alone sends 31.
+    let ping = &r.devices[0];
+    let most = r.duration_ns / 1_000_000 + 1;
+    assert!(
+        ping.sent <= most && ping.sent >= 62,
+        "{ping:?}, at most {most}"
+    );
+    assert!(
+        ping.handled <= ping.sent && ping.sent <= ping.handled + 1,
+        "{ping:?}"
+    );
 }

@@ -24,7 +24,7 @@ use irqlab_model::model::{
     ArrivalKind, AutoDuration, AutoPriority, DeviceKindName, InheritMode, Ksoftirqd, MapEntry,
     PathKind, Policy, Step, UpcallMode, VmPolicy, Vms,
 };
-use irqlab_model::{class_names, device_class, units::parse_duration, Model};
+use irqlab_model::{class_names, device_class, Model};
 
 use crate::config::{
     ArrivalCfg, ClassCfg, DeviceCfg, DeviceKind, InterruptPath, InterrupterCfg, LinuxCfg, Phase,
@@ -423,35 +423,14 @@ fn max_completions(s: &irqlab_model::model::Simulation) -> usize {
         })
 }
 
-/// One arrival time per line (a duration with unit; `#` comments and a
-/// header line `time` are skipped), sorted.
+/// A nic's arrival trace (`irqlab_model::limits::read_trace_file`).
 fn read_trace(file: &Path, path: &str) -> Result<Vec<u64>, SimError> {
-    let max = irqlab_model::limits::MAX_TRACE_FILE_BYTES;
-    let text = irqlab_model::limits::read_text_file(file, max).map_err(|e| SimError::Config {
-        path: path.to_owned(),
-        value: file.display().to_string(),
-        rule: format!("cannot read: {e}"),
-    })?;
-    let mut times = Vec::new();
-    for (k, line) in text.lines().enumerate() {
-        let l = line
-            .split('#')
-            .next()
-            .unwrap_or("")
-            .split(',')
-            .next()
-            .unwrap_or("")
-            .trim();
-        if l.is_empty() || l.eq_ignore_ascii_case("time") {
-            continue;
-        }
-        let t = parse_duration(l).map_err(|e| SimError::Config {
-            path: format!("{path} line {}", k + 1),
-            value: l.to_owned(),
-            rule: e,
-        })?;
-        times.push(t.as_ns());
-    }
-    times.sort_unstable();
-    Ok(times)
+    irqlab_model::limits::read_trace_file(file).map_err(|(line, value, rule)| SimError::Config {
+        path: match line {
+            Some(k) => format!("{path} line {k}"),
+            None => path.to_owned(),
+        },
+        value,
+        rule,
+    })
 }

@@ -1,6 +1,9 @@
 //! A model's devices as real event sources: a `nic` is a UDP socket on
 //! loopback fed by a generator thread with the model's arrival process
-//! (periodic, flood, Poisson, bursts); a `generic` device is an eventfd
+//! (periodic, flood, Poisson, bursts, the times of a trace file, or a
+//! closed `ping -f` loop whose next packet goes `rtt` after the reply --
+//! the end of the previous packet's bottom half, on the linux path its
+//! read); a `generic` device is an eventfd
 //! written every minimum inter-arrival time plus a uniform jitter. Each
 //! device keeps the items its bottom half delivered and a reader has not
 //! taken yet (bounded by the model's `buffer`), and the latency of every
@@ -51,6 +54,8 @@ pub(crate) struct DevShared {
     pub overflow: AtomicU64,
     pub sent: Arc<AtomicU64>,
     pub reads: Mutex<LatencyRecorder>,
+    /// A closed loop's replies (ping flood): signalled per item handled.
+    reply: Option<Arc<sys::Fd>>,
 }
 
 /// Held only to keep the descriptor open for the run.
@@ -92,7 +97,20 @@ impl DevShared {
             overflow: AtomicU64::new(0),
             sent: Arc::new(AtomicU64::new(0)),
             reads: Mutex::new(LatencyRecorder::new(KEEP, None)),
+            reply: match p.arrival {
+                Some(Arrival::PingFlood { .. }) => Some(Arc::new(sys::eventfd()?)),
+                _ => None,
+            },
         })
+    }
+
+    /// `n` items were handled: a closed loop's replies go out.
+    pub fn replied(&self, n: u64) {
+        if let Some(r) = &self.reply {
+            for _ in 0..n {
+                sys::eventfd_signal(r.0);
+            }
+        }
     }
 
     /// Take what the descriptor holds now, at most `max` items: one
@@ -129,6 +147,7 @@ impl DevShared {
         for _ in 0..n {
             spin(work);
             self.handled.fetch_add(1, Ordering::Relaxed);
+            self.replied(1);
             let cap = self.cap;
             let ok = self
                 .avail
@@ -186,6 +205,9 @@ impl Times {
             } => Some(*start + Nanos(rng.exponential_ns(*rate_per_s))),
             Arrival::Burst { start, .. } => Some(*start),
             Arrival::Sporadic { start, .. } => Some(*start),
+            Arrival::Trace { times } => times.first().copied(),
+            // Sent by `ping_flood`, not from a list of times.
+            Arrival::PingFlood { .. } => None,
         };
         let left_in_burst = match &a {
             Arrival::Burst { count, .. } => *count,
@@ -233,6 +255,11 @@ impl Iterator for Times {
                 let j = self.rng.below(jitter.0.saturating_add(1));
                 (now + *min + Nanos(j), None)
             }
+            Arrival::Trace { times } => {
+                self.next = times.get(times.partition_point(|&x| x <= now)).copied();
+                return Some(now);
+            }
+            Arrival::PingFlood { .. } => return None,
         };
         self.next = stop.is_none_or(|s| after < s).then_some(after);
         Some(now)
@@ -281,6 +308,8 @@ pub(crate) fn start_generator(
     stop: Arc<AtomicBool>,
 ) -> Result<std::thread::JoinHandle<()>, RtError> {
     let times = Times::new(arrival.clone(), seed, i);
+    let ping = arrival.clone();
+    let reply = d.reply.clone();
     let sent = d.sent.clone();
     let (to, bytes) = (d.to, p.bytes);
     if d.kind == DevKind::Generic && d.source == Source::Timerfd {
@@ -322,6 +351,15 @@ pub(crate) fn start_generator(
                 None => None,
             };
             let buf = vec![0u8; bytes];
+            if let (Some(reply), Some(tx), Some(to)) = (&reply, &tx, to) {
+                let send = || {
+                    if tx.send_to(&buf, to).is_ok() {
+                        sent.fetch_add(1, Ordering::Relaxed);
+                    }
+                };
+                ping_flood(&ping, reply.0, t0, &stop, send);
+                return;
+            }
             for t in times {
                 if !sleep_abs(t0 + t, &stop) {
                     break;
@@ -337,6 +375,36 @@ pub(crate) fn start_generator(
             }
         })
         .map_err(|e| RtError::from_io("spawn generator", e))
+}
+
+/// A closed loop (`ping -f`, irqlab-sim `closed_loop_reply`): send at the
+/// start, then `rtt` after each reply, or `interval` after the last send
+/// when no reply came, until `stop`.
+fn ping_flood(a: &Arrival, reply: RawFd, t0: Nanos, stop: &AtomicBool, send: impl Fn()) {
+    let Arrival::PingFlood {
+        rtt,
+        interval,
+        start,
+        stop: end,
+    } = a
+    else {
+        return;
+    };
+    let mut next = *start;
+    while end.is_none_or(|e| next < e) && sleep_abs(t0 + next, stop) {
+        send();
+        let fallback = next + *interval;
+        next = loop {
+            let left = (t0 + fallback).saturating_sub(sys::now());
+            if left.is_zero() || stop.load(Ordering::Relaxed) {
+                break fallback;
+            }
+            if sys::wait_readable(reply, Some(left.min(Nanos::from_ms(20)))) {
+                sys::eventfd_drain(reply);
+                break (sys::now().saturating_sub(t0) + *rtt).min(fallback);
+            }
+        };
+    }
 }
 
 #[cfg(test)]
@@ -377,6 +445,10 @@ mod tests {
             start: Nanos(0),
             stop: None,
         };
+        let tr = Arrival::Trace {
+            times: vec![Nanos(3), Nanos(7), Nanos(20)],
+        };
+        assert_eq!(first(tr, 10), vec![3, 7, 20]);
         let (a, b) = (first(p.clone(), 1001), first(p, 1001));
         assert_eq!(a, b);
         let mean = (a[1000] - a[0]) as f64 / 1000.0;

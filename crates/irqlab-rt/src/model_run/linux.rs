@@ -43,6 +43,7 @@ impl Exec for Plain<'_> {
             if n > 0 {
                 d.deliver(n - 1, Nanos::ZERO);
                 d.handled.fetch_add(1, Ordering::Relaxed);
+                d.replied(1);
                 break;
             }
             if self.stop.load(Ordering::Relaxed) {

@@ -126,6 +126,17 @@ pub enum Arrival {
         start: Nanos,
         stop: Option<Nanos>,
     },
+    /// `ping -f`: the next packet `rtt` after the reply to the previous one
+    /// (its bottom half's end), or `interval` after it was sent, whichever
+    /// is first (irqlab-sim `nic.rs`).
+    PingFlood {
+        rtt: Nanos,
+        interval: Nanos,
+        start: Nanos,
+        stop: Option<Nanos>,
+    },
+    /// The times of a trace file, sorted.
+    Trace { times: Vec<Nanos> },
     /// A generic device: every `min` plus a uniform `jitter`.
     Sporadic {
         min: Nanos,
@@ -253,6 +264,10 @@ pub struct Plan {
     pub report_samples: usize,
 }
 
+/// A ping flood's send when no reply came (irqlab-sim's `PingFlood`
+/// fallback interval).
+pub const PING_FALLBACK: Nanos = Nanos::from_ms(10);
+
 fn refuse(field: impl Into<String>, value: impl ToString, why: &str) -> RtError {
     RtError::config(field, value, why)
 }
@@ -263,6 +278,8 @@ fn ns(d: Option<irqlab_model::units::Duration>) -> Nanos {
 
 /// Parse and validate `text` with the model's own loader, then lower it for
 /// a real run (`duration`/`seed` override `simulation.duration`/`seed`).
+/// `name` is the model file's path: files it names (arrival traces) are
+/// read relative to its directory, and the run is named by its file name.
 pub fn plan(
     name: &str,
     text: &str,
@@ -271,13 +288,24 @@ pub fn plan(
 ) -> Result<Plan, RtError> {
     let (m, _warnings) = irqlab_model::load_str(text)
         .map_err(|e| RtError::config(name, "(model)", e.to_string()))?;
-    lower(name, &m, duration, seed)
+    let file = std::path::Path::new(name);
+    let short = file
+        .file_name()
+        .map_or(name.into(), |f| f.to_string_lossy());
+    lower(
+        &short,
+        &m,
+        file.parent().unwrap_or(std::path::Path::new("")),
+        duration,
+        seed,
+    )
 }
 
 /// Lower a valid model, or refuse what cannot run for real.
 pub fn lower(
     name: &str,
     m: &Model,
+    base: &std::path::Path,
     duration: Option<Nanos>,
     seed: Option<u64>,
 ) -> Result<Plan, RtError> {
@@ -407,32 +435,43 @@ pub fn lower(
                     return Err(refuse(f("arrival"), "(missing)", "a nic has an arrival"));
                 };
                 let (start, stop) = (ns(a.start), a.stop.map(|s| s.0));
-                let arrival =
-                    match a.kind {
-                        ArrivalKind::Periodic | ArrivalKind::Flood => Arrival::Periodic {
-                            interval: ns(a.interval),
-                            start,
-                            stop,
-                        },
-                        ArrivalKind::Poisson => Arrival::Poisson {
-                            rate_per_s: a.rate.unwrap_or(0.0),
-                            start,
-                            stop,
-                        },
-                        ArrivalKind::Burst => Arrival::Burst {
-                            count: a.count.unwrap_or(1).max(1),
-                            gap: ns(a.gap),
-                            every: ns(a.every),
-                            start,
-                            stop,
-                        },
-                        k @ (ArrivalKind::Trace | ArrivalKind::PingFlood) => return Err(refuse(
-                            f("arrival.kind"),
-                            format!("{k:?}").to_lowercase(),
-                            "not generated on loopback yet (periodic, flood, poisson and burst \
-                             are); simulate it instead",
-                        )),
-                    };
+                let arrival = match a.kind {
+                    ArrivalKind::Periodic | ArrivalKind::Flood => Arrival::Periodic {
+                        interval: ns(a.interval),
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::Poisson => Arrival::Poisson {
+                        rate_per_s: a.rate.unwrap_or(0.0),
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::Burst => Arrival::Burst {
+                        count: a.count.unwrap_or(1).max(1),
+                        gap: ns(a.gap),
+                        every: ns(a.every),
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::PingFlood => Arrival::PingFlood {
+                        rtt: ns(a.rtt),
+                        interval: PING_FALLBACK,
+                        start,
+                        stop,
+                    },
+                    ArrivalKind::Trace => {
+                        let file = base.join(a.file.as_deref().unwrap_or_default());
+                        let times = irqlab_model::limits::read_trace_file(&file).map_err(
+                            |(line, value, rule)| {
+                                let at = line.map_or(String::new(), |k| format!(" line {k}"));
+                                refuse(format!("{}{at}", f("arrival.file")), value, &rule)
+                            },
+                        )?;
+                        Arrival::Trace {
+                            times: times.into_iter().map(Nanos).collect(),
+                        }
+                    }
+                };
                 (DevKind::Nic, arrival)
             }
             DeviceKindName::Generic => (
