@@ -60,6 +60,9 @@ impl Exec for Plain<'_> {
         false
     }
     fn bind(&mut self, _dev: usize, _route: usize) {}
+    fn running(&self) -> bool {
+        !self.stop.load(Ordering::Relaxed)
+    }
 }
 
 /// `sched_setattr(2)`'s argument.

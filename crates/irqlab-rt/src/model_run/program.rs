@@ -37,6 +37,9 @@ pub(crate) trait Exec {
     /// `usb_set_iovcpu`: device `dev`'s next requests complete through
     /// route `route`.
     fn bind(&mut self, dev: usize, route: usize);
+    /// The run goes on (checked after each compute step, so a `forever`
+    /// loop of computing ends at the stop).
+    fn running(&self) -> bool;
 }
 
 /// Spend `work` of this thread's CPU time.
@@ -78,7 +81,7 @@ fn steps<E: Exec>(e: &mut E, ops: &[Op]) -> bool {
         let ok = match op {
             Op::Compute(ns) => {
                 spin(*ns);
-                true
+                e.running()
             }
             Op::Sleep(ns) => e.sleep_until(sys::now() + *ns),
             Op::Read(d) => e.read(*d),

@@ -65,6 +65,9 @@ impl Exec for Managed<'_> {
     fn bind(&mut self, dev: usize, route: usize) {
         self.req.bind(dev, route);
     }
+    fn running(&self) -> bool {
+        self.ctx.running()
+    }
 }
 
 /// What a class's bottom half serves: a device's items, or a request
