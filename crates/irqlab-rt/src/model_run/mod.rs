@@ -4,7 +4,9 @@
 //!
 //! * `quest` / `quest-no-iovcpu`: VCPUs become servers under irqlab-rt's
 //!   supervisor, tasks managed threads running their programs, devices real
-//!   event sources with the model's arrival process (`quest.rs`);
+//!   event sources with the model's arrival process (`devices.rs`) or
+//!   request devices served by a controller thread (xhci/usb, disk:
+//!   `requests.rs`) (`quest.rs`);
 //! * `linux`: the baseline -- plain SCHED_FIFO / SCHED_DEADLINE threads and
 //!   the kernel's own softirq handling, no irqlab server (`linux.rs`).
 //!

@@ -6,6 +6,10 @@
 //! Main VCPU of the task they serve, above its tasks (as the simulator's
 //! `paths/quest_no_iovcpu.rs`), woken by a small top-half thread.
 //!
+//! Request devices (usb, disk, `requests.rs`) are the same to a class:
+//! each of their routes is one more fd of the class it is bound to, whose
+//! bottom half completes one request and wakes its requester.
+//!
 //! Design principles: the core decides every dispatch; a read blocks in
 //! `TaskCtx::wait_wake` until the bottom half delivered an item (a wake-up
 //! arriving before the wait is kept, so none is lost).
@@ -79,7 +83,7 @@ enum Member {
 }
 
 impl Member {
-    /// The device and the tasks woken when it delivers.
+    /// The device it belongs to.
     fn device(self, p: &Plan) -> usize {
         match self {
             Member::Items(d) => d,
