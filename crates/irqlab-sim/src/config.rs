@@ -514,6 +514,45 @@ impl Default for OverheadCfg {
     }
 }
 
+/// Costs charged where they physically occur when a thread-based path
+/// (`quest`, `quest-no-iovcpu`: irqlab-rt's supervisor; `linux`: the
+/// kernel's scheduler) switches threads or wakes on a timer, measured by
+/// `irqlab calibrate` (`lower/costs.rs` says which statistic goes where).
+/// All 0 (the default): none, and the schedule is the one without them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchCosts {
+    /// When a CPU goes straight from one thread to a different one (a
+    /// preemption, or a block with another thread runnable), the incoming
+    /// thread makes no progress for this long: the kernel's context
+    /// switch. Not charged after idle (the wake-up from idle is the
+    /// dispatch delay or the timer latency) nor when the same thread
+    /// resumes after a top half. The time is the kernel's (or the
+    /// supervisor's), not the thread's: excluded from its server's budget
+    /// and CPU share, as irqlab-rt's supervisor excludes it.
+    #[serde(default)]
+    pub context_switch: u64,
+    /// `quest*` only: per thread whose SCHED_FIFO priority the supervisor
+    /// changes to carry out a decision that changes the dispatched server
+    /// (the outgoing server's threads drop to the background priority, the
+    /// incoming server's rise), added to that switch's cost.
+    #[serde(default)]
+    pub priority_switch: u64,
+    /// A timer wakes its thread this late: every periodic release (the
+    /// task's, or on `quest*` the supervisor's timed wait) and, on
+    /// `quest*`, the supervisor's wake-up at the core's `next_update`
+    /// (budget exhaustion, replenishment), before its decision. The job's
+    /// release time stays the nominal one, so its response includes it.
+    #[serde(default)]
+    pub timer_latency: u64,
+}
+
+impl SwitchCosts {
+    pub fn is_zero(&self) -> bool {
+        *self == SwitchCosts::default()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SimConfig {
@@ -562,6 +601,10 @@ pub struct SimConfig {
     /// Softirqs at IRQ exit run at once (interrupt context).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dispatch_delay: u64,
+    /// Measured costs of switching threads and of timer wake-ups
+    /// (`quest`, `quest-no-iovcpu`, `linux`; all 0: none), from `costs:`.
+    #[serde(default, skip_serializing_if = "SwitchCosts::is_zero")]
+    pub switch_costs: SwitchCosts,
     #[serde(default)]
     pub linux: LinuxCfg,
     #[serde(default)]

@@ -19,6 +19,7 @@ use std::collections::BTreeMap;
 use irqlab_core::{Nanos, Scheduler, Server, ServerPolicy};
 
 use crate::collect::add_windows;
+use crate::config::InterruptPath;
 use crate::engine::EvKind;
 use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
@@ -188,25 +189,34 @@ impl Simulation {
         }
         match cpu.running {
             Some((t, background)) => {
-                // a VCPU switch in progress: the VCPU's time, no guest
-                // progress
+                // a switch in progress: no progress of the thread; a VCPU
+                // switch is the VCPU's time, a thread switch (`switch_costs`)
+                // the kernel's or the supervisor's, not the server's
                 let sw = cpu.switch_left.min(dt);
+                let from = if self.cfg.path == InterruptPath::Hypervisor {
+                    now - dt
+                } else {
+                    now - dt + sw
+                };
                 if sw > 0 {
                     cpu.switch_left -= sw;
                     cpu.metrics.switch_ns += sw;
                     let g = self.threads[t].server;
                     self.trace.switch(c, g, now - dt, now - dt + sw);
+                    if from > now - dt {
+                        cpu.sched.exclude_until(Nanos(from), Nanos(sw));
+                    }
                 }
                 let th = &mut self.threads[t];
                 th.remaining = th.remaining.saturating_sub(dt - sw);
                 let s = &mut self.servers[th.server];
                 if background {
-                    s.background += dt;
+                    s.background += now - from;
                 } else {
-                    s.busy += dt;
-                    add_windows(&mut s.windows, self.cfg.window, now - dt, now);
+                    s.busy += now - from;
+                    add_windows(&mut s.windows, self.cfg.window, from, now);
                     if let Some(sp) = s.supply.as_mut() {
-                        sp.run(now - dt, now);
+                        sp.run(from, now);
                         if sp.wants_whole() && !s.whole_watched {
                             s.whole_watched = true;
                             cpu.whole_watch.push(th.server);
@@ -285,11 +295,20 @@ impl Simulation {
                 self.step_done(t)?;
             }
         }
+        // The core's `next_update` is a timer: on `quest*` the supervisor
+        // wakes `timer_latency` late for it (0 on the other paths).
+        let late = match self.cfg.path {
+            InterruptPath::Quest | InterruptPath::QuestNoIovcpu => {
+                self.cfg.switch_costs.timer_latency
+            }
+            InterruptPath::Linux | InterruptPath::Hypervisor => 0,
+        };
+        let due = |cpu: &Cpu| cpu.next_update.map(|u| u.saturating_add(late));
         let cpu = &self.cpus[c];
-        if cpu.need_resched || cpu.next_update.is_some_and(|u| u <= now) {
+        if cpu.need_resched || due(cpu).is_some_and(|u| u <= now) {
             self.dispatch(c)?;
         }
-        let mut t = self.cpus[c].next_update.unwrap_or(u64::MAX);
+        let mut t = due(&self.cpus[c]).unwrap_or(u64::MAX);
         if let Some((th, _)) = self.cpus[c].running {
             let left = self.cpus[c].switch_left;
             t = t.min(
@@ -341,7 +360,8 @@ impl Simulation {
     pub(crate) fn dispatch(&mut self, c: usize) -> Result<(), SimError> {
         let now = self.now;
         self.close_segment(c);
-        let prev = self.cpus[c].running.map(|(t, _)| self.threads[t].server);
+        let prev_thread = self.cpus[c].running.map(|(t, _)| t);
+        let prev = prev_thread.map(|t| self.threads[t].server);
         let win = (now / self.cfg.window) as usize;
         if let Some(w) = self.cpus[c].calls_windows.get_mut(win) {
             *w += 1;
@@ -396,7 +416,43 @@ impl Simulation {
             _ => None,
         };
         self.switch_context(c);
+        self.switch_thread(c, prev_thread);
         Ok(())
+    }
+
+    /// Thread switch costs (`SimConfig::switch_costs`, thread-based paths):
+    /// a CPU that goes straight from thread `prev` to a different thread
+    /// starts a switch of `context_switch`, plus on `quest*`
+    /// `priority_switch` for every thread whose priority irqlab-rt's
+    /// supervisor changes when the dispatched server changes (the outgoing
+    /// server's threads on this CPU drop to the background priority, the
+    /// incoming server's rise).
+    fn switch_thread(&mut self, c: usize, prev: Option<usize>) {
+        let sc = &self.cfg.switch_costs;
+        let quest = match self.cfg.path {
+            InterruptPath::Quest | InterruptPath::QuestNoIovcpu => true,
+            InterruptPath::Linux => false,
+            InterruptPath::Hypervisor => return,
+        };
+        let (Some(p), Some((t, _))) = (prev, self.cpus[c].running) else {
+            return;
+        };
+        if p == t || (sc.context_switch == 0 && sc.priority_switch == 0) {
+            return;
+        }
+        let (old, new) = (self.threads[p].server, self.threads[t].server);
+        let changed = if quest && old != new {
+            self.threads
+                .iter()
+                .filter(|th| th.server == old || th.server == new)
+                .count() as u64
+        } else {
+            0
+        };
+        let cost = sc
+            .context_switch
+            .saturating_add(sc.priority_switch.saturating_mul(changed));
+        self.cpus[c].switch_left = cost;
     }
 
     /// VCPU switch overhead (`SimConfig::switch_overhead`): after a

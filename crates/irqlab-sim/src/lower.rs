@@ -365,6 +365,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         ipi: 0,
         switch_overhead: 0,
         dispatch_delay: 0,
+        switch_costs: Default::default(),
         linux,
         trace: trace_cfg(s),
         overhead: Default::default(),

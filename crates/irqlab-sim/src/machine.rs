@@ -224,7 +224,7 @@ impl Simulation {
         for i in 0..sim.cfg.tasks.len() {
             let at = match sim.cfg.tasks[i].release {
                 Release::Once { at } => at,
-                Release::Periodic { offset, .. } => offset,
+                Release::Periodic { offset, .. } => offset.saturating_add(sim.release_latency(i)),
             };
             sim.post(at, EvKind::Release { task: i });
         }

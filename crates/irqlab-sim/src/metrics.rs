@@ -104,7 +104,9 @@ pub struct CpuMetrics {
     /// Dispatches that loaded a VCPU's execution context: after another
     /// VCPU ran, or after the CPU idled (`switch_overhead`).
     pub vcpu_switches: u64,
-    /// Time spent in VCPU switch overhead, charged to the incoming VCPU (ns).
+    /// Time spent in VCPU switch overhead, charged to the incoming VCPU,
+    /// and (thread-based paths) in thread switches (`switch_costs`), on
+    /// nobody's budget (ns).
     pub switch_ns: u64,
     /// Scheduler-overhead model (QUEST-VCPU Figures 4, 7): percent (0-100)
     /// of the CPU spent in the scheduler.

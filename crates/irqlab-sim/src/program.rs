@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use irqlab_core::{LatencyRecorder, Nanos};
 
 use crate::collect::TaskInfo;
-use crate::config::{DeviceKind, Phase, Release};
+use crate::config::{DeviceKind, InterruptPath, Phase, Release};
 use crate::engine::EvKind;
 use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
@@ -265,18 +265,29 @@ impl Simulation {
         self.run_program(t)
     }
 
+    /// How late a periodic task's timer wakes it (`switch_costs.
+    /// timer_latency`; thread-based paths): its release events fire this
+    /// long after the nominal release, which stays the job's release time.
+    pub(crate) fn release_latency(&self, task: usize) -> u64 {
+        match (self.cfg.path, &self.cfg.tasks[task].release) {
+            (InterruptPath::Hypervisor, _) | (_, Release::Once { .. }) => 0,
+            _ => self.cfg.switch_costs.timer_latency,
+        }
+    }
+
     pub(crate) fn release(&mut self, task: usize) -> Result<(), SimError> {
-        let now = self.now;
+        let fired = self.now;
+        let now = fired - self.release_latency(task);
         let t = self.tasks[task].thread;
         self.tasks[task].released += 1;
         if let Release::Periodic { period, jobs, .. } = self.cfg.tasks[task].release {
             if jobs.is_none_or(|j| self.tasks[task].released < j) {
-                self.post(now.saturating_add(period), EvKind::Release { task });
+                self.post(fired.saturating_add(period), EvKind::Release { task });
             }
         }
         if self.cfg.tasks[task].abort_on_miss {
             if let Some(d) = self.deadline_of(task) {
-                let at = now.saturating_add(d);
+                let at = now.saturating_add(d).max(fired);
                 if at != u64::MAX {
                     self.post(at, EvKind::Deadline { task, release: now });
                 }

@@ -45,7 +45,7 @@ proptest! {
                 program: vec![Phase::Compute { ns: c }],
                 abort_on_miss: false,
             }).collect(),
-            devices: vec![], classes: vec![], xhci: vec![], virqs: vec![], ipi: 0, switch_overhead: 0, dispatch_delay: 0,
+            devices: vec![], classes: vec![], xhci: vec![], virqs: vec![], ipi: 0, switch_overhead: 0, dispatch_delay: 0, switch_costs: Default::default(),
             linux: Default::default(), trace: Default::default(), overhead: Default::default(),
             max_completions: 10_000,
             max_window_values: irqlab_sim::config::default_max_window_values(),

@@ -140,4 +140,36 @@ fn no_costs_no_change() {
     assert_eq!(cfg.overhead, Default::default());
     let json = serde_json::to_string(&cfg).expect("json");
     assert!(!json.contains("dispatch_delay"), "{json}");
+    assert!(!json.contains("switch_costs"), "{json}");
+}
+
+/// The measured timer wake-up, context switch and priority switch become
+/// the thread switch and timer costs (tests/switch_costs.rs checks what
+/// they do to a schedule): all three on `quest`, no priority switch on
+/// `linux` (no supervisor).
+#[test]
+fn switch_and_timer_costs_are_lowered_per_path() {
+    let section = format!(
+        "costs:\n{ORIGIN}  timer_wakeup: {}\n  context_switch: {}\n  priority_switch: {}\n",
+        dist("7us"),
+        dist("3us"),
+        dist("1us"),
+    );
+    let q = lower(&format!("{QUEST}{section}")).switch_costs;
+    assert_eq!(
+        (q.timer_latency, q.context_switch, q.priority_switch),
+        (7_000, 3_000, 1_000)
+    );
+    let l = lower(&format!("{LINUX}{section}")).switch_costs;
+    assert_eq!(
+        (l.timer_latency, l.context_switch, l.priority_switch),
+        (7_000, 3_000, 0)
+    );
+    // the QUEST-VCPU disk read: job 1's release timer fires 7 us late on
+    // an idle CPU (no switch); its I/O VCPU runs while it is blocked and
+    // hands the CPU straight back when the bottom half ends: one direct
+    // switch between two servers' threads, 3 + 2 x 1 us. Completion
+    // 2150 + 7 + 5 = 2162 us.
+    let (m, _) = simulate(lower(&format!("{QUEST}{section}"))).expect("runs");
+    assert_eq!(m.tasks[0].completions[0], 2_162_000);
 }

@@ -278,6 +278,7 @@ fn machine(r: &mut Rng) -> SimConfig {
         overhead: Default::default(),
         max_completions: 10_000,
         dispatch_delay: 0,
+        switch_costs: Default::default(),
         max_window_values: irqlab_sim::config::default_max_window_values(),
         records: Default::default(),
     }

@@ -136,6 +136,7 @@ fn machine(r: &mut Rng, path: InterruptPath, budgets: bool) -> SimConfig {
         ipi: 0,
         switch_overhead: 0,
         dispatch_delay: 0,
+        switch_costs: Default::default(),
         linux: Default::default(),
         trace: Default::default(),
         overhead: Default::default(),

@@ -313,6 +313,7 @@ fn config() -> impl Strategy<Value = SimConfig> {
                     ipi: 0,
                     switch_overhead: 0,
                     dispatch_delay: 0,
+                    switch_costs: Default::default(),
                     linux: Default::default(),
                     trace: Default::default(),
                     overhead: Default::default(),

@@ -166,6 +166,13 @@ impl SimConfig {
         }
         check_limits(self)?;
         self.check_switch_overhead()?;
+        if self.path == InterruptPath::Hypervisor && !self.switch_costs.is_zero() {
+            return Err(bad(
+                "switch_costs".into(),
+                format!("{:?}", self.switch_costs),
+                "thread switch and timer costs need a thread-based path (quest, quest-no-iovcpu, linux); the hypervisor path has switch_overhead",
+            ));
+        }
         for (i, s) in self.servers.iter().enumerate() {
             if s.cpu >= self.cpus {
                 return Err(bad(format!("servers[{i}].cpu"), s.cpu, "no such CPU"));

@@ -337,6 +337,7 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
         ipi: ns(vms.ipi),
         switch_overhead: ns(vms.switch_overhead),
         dispatch_delay: 0,
+        switch_costs: Default::default(),
         linux: LinuxCfg::default(),
         trace: trace_cfg(s),
         overhead: Default::default(),

@@ -178,6 +178,7 @@ pub fn to_sim(
         ipi: 0,
         switch_overhead: 0,
         dispatch_delay: 0,
+        switch_costs: Default::default(),
         linux: Default::default(),
         trace: Default::default(),
         overhead: Default::default(),
