@@ -101,6 +101,20 @@ fn load_costs(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
     Ok((json, warnings))
 }
 
+/// A simulator configuration (JSON) with the measured costs of a costs
+/// file or model (`text`, YAML) folded in, as a model with `costs:` is
+/// lowered; returns the configuration as JSON.
+#[pyfunction]
+fn apply_costs(py: Python<'_>, config_json: &str, text: &str) -> PyResult<String> {
+    let mut cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
+        .map_err(|e| PyValueError::new_err(format!("simulator config: {e}")))?;
+    let (c, _) = crate::guard("apply_costs", || {
+        irqlab_model::load_costs_str(text).map_err(|e| load_error(py, e))
+    })?;
+    irqlab_sim::lower::apply_costs(&mut cfg, &c);
+    serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// Whether `text` is a costs file (a mapping whose only key is `costs`).
 #[pyfunction]
 fn is_costs_file(text: &str) -> PyResult<bool> {
@@ -127,6 +141,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(load, &m)?)?;
     m.add_function(wrap_pyfunction!(load_costs, &m)?)?;
     m.add_function(wrap_pyfunction!(is_costs_file, &m)?)?;
+    m.add_function(wrap_pyfunction!(apply_costs, &m)?)?;
     m.add_function(wrap_pyfunction!(lower, &m)?)?;
     m.add_function(wrap_pyfunction!(parse_duration, &m)?)?;
     m.add_function(wrap_pyfunction!(schema, &m)?)?;

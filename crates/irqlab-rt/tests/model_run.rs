@@ -115,11 +115,11 @@ tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
         "without irqlab servers",
     );
     refused(
-        "machine: {cpus: 1, path: linux, linux: {ksoftirqd: {fifo: 50}}}
+        "machine: {cpus: 1, path: linux, linux: {ksoftirqd: {deadline: {runtime: 1ms, period: 10ms}}}}
 vcpus: [{name: m, policy: fifo, priority: 10}]
 tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
-        "machine.linux.ksoftirqd",
-        "leaves the kernel's ksoftirqd",
+        "machine.linux.ksoftirqd = deadline {runtime: 1000000 ns, period: 10000000 ns}",
+        "cannot join: use fifo",
     );
     refused(
         "machine: {cpus: 1, path: linux, linux: {max_softirq_restart: 3}}
@@ -516,4 +516,87 @@ devices:
         ping.handled <= ping.sent && ping.sent <= ping.handled + 1,
         "{ping:?}"
     );
+}
+
+/// `machine.linux.ksoftirqd: {fifo: P}`: the kernel's ksoftirqd threads of
+/// the run's CPUs run at SCHED_FIFO P during the run (the run says so in
+/// its warnings) and have their own policy back afterwards.
+#[test]
+fn linux_run_applies_and_restores_ksoftirqd() {
+    let text = "machine: {cpus: 1, path: linux, linux: {ksoftirqd: {fifo: 3}}}
+vcpus: [{name: rt, policy: fifo, priority: 40}]
+tasks: [{name: control, vcpu: rt, period: 5ms, program: [{compute: 100us}]}]
+";
+    let ksd = |cpus: &[usize]| -> Vec<(i32, irqlab_rt::sys::SchedPolicy)> {
+        let mut v = Vec::new();
+        for dir in std::fs::read_dir("/proc").expect("/proc").flatten() {
+            let Some(pid) = dir.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+                continue;
+            };
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            let n = comm
+                .trim()
+                .strip_prefix("ksoftirqd/")
+                .and_then(|n| n.parse().ok());
+            if n.is_some_and(|n: usize| cpus.contains(&n)) {
+                v.push((pid, irqlab_rt::sys::get_policy(pid).expect("readable")));
+            }
+        }
+        v.sort_by_key(|x| x.0);
+        v
+    };
+    let all = irqlab_rt::sys::allowed_cpus();
+    let before = ksd(&all);
+    if let Err(why) = irqlab_rt::sys::probe_fifo() {
+        // without CAP_SYS_NICE the run is refused
+        let e = match run_model("m", text, Some(Nanos::from_ms(50)), Some(1)) {
+            Ok(_) => panic!("ran without SCHED_FIFO"),
+            Err(e) => e.to_string(),
+        };
+        eprintln!("SKIPPED (no SCHED_FIFO: {why}): refused with {e}");
+        return;
+    }
+    let Some(r) = run_or_skip(text, 100) else {
+        return;
+    };
+    let w = r
+        .warnings
+        .iter()
+        .find(|w| w.starts_with("machine.linux.ksoftirqd: SCHED_FIFO 3"))
+        .unwrap_or_else(|| panic!("no ksoftirqd warning in {:?}", r.warnings));
+    for &c in &r.cpus {
+        assert!(w.contains(&format!("ksoftirqd/{c} (was ")), "{w}");
+    }
+    assert_eq!(ksd(&all), before, "restored after the run");
+}
+
+/// A `cbs` VCPU on the linux path runs SCHED_DEADLINE pinned to its CPU;
+/// where the kernel cannot admit that (the CPU is not a root domain of
+/// its own, as on any multi-CPU machine without an exclusive cpuset
+/// partition) the run is refused with the reason, not run unpinned.
+#[test]
+fn linux_deadline_is_pinned_or_refused_with_the_reason() {
+    let text = "machine: {cpus: 1, path: linux}
+vcpus: [{name: dl, policy: cbs, runtime: 1ms, period: 10ms}]
+tasks: [{name: control, vcpu: dl, period: 10ms, program: [{compute: 100us}]}]
+";
+    if let Err(e) = irqlab_rt::sys::probe_fifo() {
+        eprintln!("SKIPPED: {e}");
+        return;
+    }
+    let _one = common::serial();
+    match run_model("m", text, Some(Nanos::from_ms(100)), Some(1)) {
+        Ok(r) => {
+            assert_eq!(r.tasks[0].name, "control");
+            assert!(r.tasks[0].completed >= 1, "{:?}", r.tasks[0]);
+            eprintln!("the CPU is its own root domain here: ran pinned");
+        }
+        Err(e) => {
+            let s = e.to_string();
+            assert!(
+                s.contains("tasks[0] (control)") && s.contains("own root domain"),
+                "{s}"
+            );
+        }
+    }
 }

@@ -403,6 +403,14 @@ fn upcall_servers(m: &Model) -> Vec<ServerCfg> {
         .collect()
 }
 
+/// Fold measured `costs:` into an already resolved configuration, as
+/// `from_model` does for a model with the section (`lower/costs.rs` says
+/// what goes where): for experiments that build their configuration
+/// directly (e.g. USB-DIFFSERV Table I's Linux path).
+pub fn apply_costs(cfg: &mut SimConfig, c: &irqlab_model::costs::Costs) {
+    costs::apply(cfg, c);
+}
+
 /// The trace settings of the model's `simulation` section.
 fn trace_cfg(s: &irqlab_model::model::Simulation) -> TraceCfg {
     TraceCfg {

@@ -1,9 +1,11 @@
 //! The `linux` path for real: the baseline the papers compare with. Tasks
 //! are plain threads -- SCHED_FIFO at their VCPU's priority (a `fifo`
 //! VCPU), pinned to its CPU, or SCHED_DEADLINE with the `cbs` VCPU's
-//! runtime and period -- reading their device's fd directly; the kernel's
-//! own hard IRQ and softirq (and ksoftirqd, at its own policy) handle every
-//! packet. No irqlab server, no supervisor.
+//! runtime and period, pinned too (refused where the kernel cannot admit a
+//! pinned deadline thread: `deadline_refused`) -- reading their device's
+//! fd directly; the kernel's own hard IRQ and softirq (and ksoftirqd, at
+//! the model's `machine.linux.ksoftirqd` priority for the run when given:
+//! `ksoftirqd.rs`) handle every packet. No irqlab server, no supervisor.
 //!
 //! Design principles: nothing here schedules; the kernel does. A thread
 //! that cannot get its policy stops the run before it starts (with the
@@ -15,6 +17,7 @@ use std::sync::{Arc, Barrier, Mutex};
 use irqlab_core::Nanos;
 
 use super::devices::{sleep_abs, DevShared};
+use super::ksoftirqd::KsoftirqdGuard;
 use super::plan::{Plan, VcpuPolicy};
 use super::program::{self, Exec, TaskRec};
 use super::Outcome;
@@ -97,6 +100,38 @@ fn set_deadline(runtime: Nanos, period: Nanos) -> Result<(), RtError> {
     Ok(())
 }
 
+/// SCHED_DEADLINE on the model's CPU: the kernel admits a deadline task
+/// only if its affinity spans its whole root domain (`__sched_setscheduler`
+/// returns EPERM otherwise), so pinned to one CPU it runs only where that
+/// CPU is a root domain of its own -- an exclusive cpuset partition
+/// (cgroup v2 `cpuset.cpus.partition = root`) or a one-CPU machine. Left
+/// unpinned it would run on any CPU of the root domain under global EDF,
+/// not the system the model describes, so the run is refused instead,
+/// saying why and what to do.
+fn deadline_refused(i: usize, task: &str, cpu: usize, e: RtError) -> RtError {
+    let root = {
+        // SAFETY: plain syscall.
+        unsafe { libc::geteuid() == 0 }
+    };
+    let eperm = matches!(&e, RtError::NotPermitted { .. })
+        || matches!(&e, RtError::Sys { source, .. } if source.raw_os_error() == Some(libc::EPERM));
+    if !(root && eperm) {
+        return e;
+    }
+    RtError::config(
+        format!("tasks[{i}] ({task})"),
+        format!("SCHED_DEADLINE on CPU {cpu}"),
+        format!(
+            "the kernel admits a SCHED_DEADLINE thread pinned to CPU {cpu} only if that CPU is \
+             its own root domain (an exclusive cpuset partition, cgroup v2 \
+             cpuset.cpus.partition=root), which it is not here (this process may run on CPUs \
+             {:?}): run irqlab \
+             inside such a partition, or give the task a fifo VCPU",
+            sys::allowed_cpus()
+        ),
+    )
+}
+
 pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     sys::probe_fifo()?;
     let devs = super::open_devices(p)?;
@@ -113,13 +148,6 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         let v = &p.vcpus[t.vcpu];
         let cpu = p.cpus[v.cpu];
         let policy = v.policy.clone();
-        if matches!(policy, VcpuPolicy::Deadline { .. }) {
-            warnings.push(format!(
-                "tasks[{i}] ({}): SCHED_DEADLINE threads are not pinned (admission control \
-                 needs the whole root domain): it may run on any CPU",
-                t.name
-            ));
-        }
         let (t, rec, devs2, stop2) = (t.clone(), recs[i].clone(), devs.clone(), stop.clone());
         let (ready2, start2, go2, etx) = (ready.clone(), start.clone(), go.clone(), etx.clone());
         let omega: Vec<Nanos> = p.devices.iter().map(|d| d.omega_main).collect();
@@ -131,7 +159,9 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
                         VcpuPolicy::Fifo { priority } => {
                             sys::pin(0, cpu).and_then(|_| sys::set_fifo(0, priority as i32))
                         }
-                        VcpuPolicy::Deadline { runtime, period } => set_deadline(runtime, period),
+                        VcpuPolicy::Deadline { runtime, period } => sys::pin(0, cpu)
+                            .and_then(|_| set_deadline(runtime, period))
+                            .map_err(|e| deadline_refused(i, &t.name, cpu, e)),
                         _ => Err(RtError::config(
                             format!("tasks ({})", t.name),
                             "vcpu",
@@ -161,8 +191,38 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     drop(etx);
     // Every thread has its policy (or said why not) before anything runs.
     let _signals = crate::signals::SignalGuard::install();
+    // The model's ksoftirqd policy on the run's CPUs (and the generators',
+    // where loopback raises NET_RX), restored when `_ksoftirqd` drops --
+    // before `_signals`, so a Ctrl-C stops the run and still restores.
+    let ksd = p.ksoftirqd.map(|prio| {
+        let mut cpus = p.cpus.clone();
+        cpus.extend(p.gen_cpu);
+        cpus.sort_unstable();
+        cpus.dedup();
+        KsoftirqdGuard::apply(prio, &cpus)
+    });
     ready.wait();
-    let setup_error = erx.try_recv().ok();
+    let mut setup_error = erx.try_recv().ok();
+    let _ksoftirqd = match ksd {
+        Some(Ok(g)) => {
+            let set: Vec<String> = g
+                .applied()
+                .iter()
+                .map(|(n, old)| format!("ksoftirqd/{n} (was {} {})", old.name(), old.priority))
+                .collect();
+            warnings.push(format!(
+                "machine.linux.ksoftirqd: SCHED_FIFO {} for the run on {}; restored afterwards",
+                p.ksoftirqd.unwrap_or_default(),
+                set.join(", ")
+            ));
+            Some(g)
+        }
+        Some(Err(e)) => {
+            setup_error.get_or_insert(e);
+            None
+        }
+        None => None,
+    };
     let t0 = sys::now() + Nanos::from_ms(5);
     if setup_error.is_none() {
         if let Ok(mut g) = go.lock() {

@@ -22,6 +22,7 @@
 //! a bound can be told apart from a broken guarantee.
 
 mod devices;
+mod ksoftirqd;
 mod linux;
 pub mod plan;
 mod program;

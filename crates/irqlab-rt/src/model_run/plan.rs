@@ -13,8 +13,8 @@
 use irqlab_core::{Inherit, Nanos, Utilization};
 use irqlab_model::handling::upcall_server;
 use irqlab_model::model::{
-    ArrivalKind, DeviceKindName, InheritMode, PathKind, Policy, RunBackend, Source, Upcall,
-    VcpuKind,
+    ArrivalKind, DeviceKindName, InheritMode, Ksoftirqd, PathKind, Policy, RunBackend, Source,
+    Upcall, VcpuKind,
 };
 use irqlab_model::{device_class, Model};
 
@@ -265,6 +265,9 @@ pub struct Plan {
     pub require_fifo: bool,
     pub backend: crate::Backend,
     pub report_samples: usize,
+    /// `linux`: the SCHED_FIFO priority the kernel's ksoftirqd threads get
+    /// for the run (`machine.linux.ksoftirqd`; `ksoftirqd.rs`).
+    pub ksoftirqd: Option<u32>,
 }
 
 /// A ping flood's send when no reply came (irqlab-sim's `PingFlood`
@@ -332,9 +335,10 @@ pub fn lower(
     }
     let mut notes = Vec::new();
     let xhci = xhci_plans(m, path, &mut notes)?;
-    if let Some(l) = &m.machine.linux {
-        linux_knobs(l, path)?;
-    }
+    let ksoftirqd = match &m.machine.linux {
+        Some(l) => linux_knobs(l, path)?,
+        None => None,
+    };
     // VCPUs.
     let mut vcpus = Vec::new();
     for (i, v) in m.vcpus.iter().enumerate() {
@@ -641,6 +645,7 @@ pub fn lower(
             RunBackend::IoUring => crate::Backend::IoUring,
         },
         report_samples: opts.report_samples,
+        ksoftirqd,
     })
 }
 
@@ -689,10 +694,11 @@ fn real_cpus(m: &Model) -> Result<(Vec<usize>, Option<usize>), RtError> {
 }
 
 /// The kernel's own softirq handling is what the linux path measures: the
-/// model's knobs for it must match this kernel, or be refused.
-fn linux_knobs(l: &irqlab_model::model::LinuxSpec, path: PathKind) -> Result<(), RtError> {
+/// model's knobs for it must match this kernel, or be refused; returns the
+/// ksoftirqd priority to apply for the run.
+fn linux_knobs(l: &irqlab_model::model::LinuxSpec, path: PathKind) -> Result<Option<u32>, RtError> {
     if path != PathKind::Linux {
-        return Ok(());
+        return Ok(None);
     }
     if let Some(n) = l.max_softirq_restart.filter(|&n| n != 10) {
         return Err(refuse(
@@ -717,13 +723,19 @@ fn linux_knobs(l: &irqlab_model::model::LinuxSpec, path: PathKind) -> Result<(),
              all threaded",
         ));
     }
-    if l.ksoftirqd.is_some() {
-        return Err(refuse(
+    match &l.ksoftirqd {
+        None => Ok(None),
+        Some(Ksoftirqd::Fifo(p)) => Ok(Some(*p)),
+        Some(Ksoftirqd::Deadline { runtime, period }) => Err(refuse(
             "machine.linux.ksoftirqd",
-            "(set)",
-            "irqlab run leaves the kernel's ksoftirqd threads at their own policy \
-             (SCHED_OTHER); remove the key to run the stock kernel",
-        ));
+            format!(
+                "deadline {{runtime: {} ns, period: {} ns}}",
+                runtime.0.as_ns(),
+                period.0.as_ns()
+            ),
+            "ksoftirqd/N is bound to its CPU and the kernel admits SCHED_DEADLINE only for a \
+             task whose affinity spans its root domain; a one-CPU root domain needs an \
+             exclusive cpuset partition, which a per-CPU kernel thread cannot join: use fifo",
+        )),
     }
-    Ok(())
 }
