@@ -50,7 +50,7 @@ from irqlab import __version__
 from irqlab._native import model as _model
 from irqlab._native import rt as _rt
 
-__all__ = ["TracingUnavailable", "calibrate", "dump", "load_costs", "measure_host",
+__all__ = ["TracingUnavailable", "apply_costs", "calibrate", "dump", "load_costs", "measure_host",
            "parse_trace", "per_packet_ns", "stat_ns", "trace_kernel"]
 
 TRACEFS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
@@ -170,6 +170,15 @@ def load_costs(path: str | Path) -> dict[str, Any]:
     return model["costs"]
 
 
+def apply_costs(cfg: dict[str, Any], costs: dict[str, Any]) -> dict[str, Any]:
+    """A simulator configuration with `costs` (a ``costs`` section) folded
+    in exactly as a model with that section is lowered (the Rust
+    ``lower/costs.rs``: per-packet kernel costs, dispatch delay, thread
+    switch and timer costs), for experiments that build configurations
+    directly."""
+    return json.loads(_model.apply_costs(json.dumps(cfg), dump(costs)))
+
+
 def stat_ns(d: dict[str, Any] | None, stat: str) -> int:
     """Statistic `stat` (min, mean, p50, p99, max) of a distribution, in
     integer ns (0 when not measured)."""
@@ -257,6 +266,13 @@ def udp_loopback(packets: int, size: int = 64) -> int:
     drains them; returns how many were received."""
     rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    # A receive buffer for the whole burst, so the count received is the
+    # count sent (SO_RCVBUFFORCE past rmem_max as root; else what rmem_max
+    # allows, and the return value says how many arrived).
+    for opt in (getattr(socket, "SO_RCVBUFFORCE", 33), socket.SO_RCVBUF):
+        with contextlib.suppress(OSError):
+            rx.setsockopt(socket.SOL_SOCKET, opt, max(packets, 1) * 2048)
+            break
     rx.bind(("127.0.0.1", 0))
     rx.settimeout(0.5)
     got = [0]
@@ -392,7 +408,7 @@ def trace_kernel(packets: int = 3000) -> dict[str, Any]:
         marker = inst / "trace_marker"
         t0 = time.monotonic_ns()
         marker.write_text("irqlab-t0")
-        udp_loopback(packets)
+        received = udp_loopback(packets)
         time.sleep(0.05)
         marker.write_text("irqlab-t1")
         t1 = time.monotonic_ns()
@@ -409,6 +425,8 @@ def trace_kernel(packets: int = 3000) -> dict[str, Any]:
         ns_per_tick = (t1 - t0) / (b - a)
     kernel: dict[str, Any] = {
         "tracing": f"ftrace: tracefs instance at {root}/instances, clock {clock}, events "
-                   + ", ".join(e.split("/")[1] for e in EVENTS)}
+                   + ", ".join(e.split("/")[1] for e in EVENTS)
+                   + f"; traffic: {packets} UDP datagrams of 64 B sent on loopback, "
+                     f"{received} received"}
     kernel.update(parse_trace(text, ns_per_tick, prefixes, ifaces))
     return kernel

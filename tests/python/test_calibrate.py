@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,46 @@ def test_json_of_the_native_measurement_is_complete() -> None:
     assert set(raw) == {"fifo", *cal.HOST_FIELDS}
     for name in cal.HOST_FIELDS:
         assert set(raw[name]) in ({"Ok"}, {"Err"}), raw[name]
+
+
+# Physically sensible ranges (ns) for this kind of machine (a VM or a PC,
+# loaded or idle): below them the measurement did not include the
+# operation (a wake-up takes at least the kernel's wake-up path and a
+# context switch, ~1 us; a switch at least the register and stack swap,
+# ~100 ns); above them it measured something else (a mean above a few ms
+# is a host stall or a broken clock). Means are checked, not tails.
+PLAUSIBLE_NS = {
+    "timer_wakeup": (1_000, 5_000_000),
+    "thread_wakeup": (500, 5_000_000),
+    "context_switch": (100, 200_000),
+    "supervisor_decision": (5, 100_000),
+    "priority_switch": (100, 500_000),
+    "runtime_top_half": (100, 5_000_000),
+    "runtime_dispatch": (500, 5_000_000),
+}
+
+
+def test_calibrated_values_are_physically_plausible(calibrated: tuple[Path, Path, str]) -> None:
+    out, _, printed = calibrated
+    costs = cal.load_costs(out)
+    for name, (lo, hi) in PLAUSIBLE_NS.items():
+        if name not in costs:
+            assert f"{name}: not measured:" in printed, printed
+            continue
+        mean = cal.stat_ns(costs[name], "mean")
+        assert lo <= mean <= hi, f"{name}: mean {mean} ns outside [{lo}, {hi}] ns"
+    k = costs["kernel"]
+    if k["tracing"].startswith("not used"):
+        pytest.skip(f"kernel tracing unavailable here: {k['tracing']}")
+    # The traffic calibrate sent itself: each received datagram went through
+    # loopback's backlog NAPI once while traced, so the sample count is at
+    # least what was received (other loopback traffic meanwhile only adds).
+    m = re.search(r"(\d+) UDP datagrams of 64 B sent on loopback, (\d+) received", k["tracing"])
+    assert m, k["tracing"]
+    sent, received = int(m[1]), int(m[2])
+    assert sent == 600 and 0.9 * sent <= received <= sent, k["tracing"]
+    assert k["loopback"]["packets"] >= received, k["loopback"]
+    # NET_RX per 64 B loopback datagram: at least the IP/UDP receive path
+    # (~200 ns), at most 100 us on average.
+    mean = cal.stat_ns(k["loopback"]["softirq"], "mean")
+    assert 200 <= mean <= 100_000, f"loopback softirq mean {mean} ns"
