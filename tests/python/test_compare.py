@@ -52,7 +52,8 @@ def test_starved_task_misses_in_both_and_report_is_written(tmp_path: Path) -> No
     # Bound | simulation | real per task, device and server.
     assert {r.kind for r in rows} == {"task", "device", "server"}
     assert doc["tolerance"] == {"rel": 0.25, "abs_ns": 250_000, "miss_ratio": 0.1,
-                                "share": 0.03, "throughput_rel": 0.25, "enforcement": 0.01}
+                                "share": 0.03, "throughput_rel": 0.25, "enforcement": 0.01,
+                                "derivation": "host wake-up and real top half"}
     assert "tolerance:" in doc["tolerance_text"]
     for p in ("simulation/metrics.json", "real/metrics.json", "real/run.json",
               "cdf-control.png", "report.html"):
@@ -173,3 +174,26 @@ def test_usb_interrupters_separate_the_high_task_in_both(tmp_path: Path) -> None
     # requests' bottom halves (several 500 us Omega_IO), two do not.
     assert one[0] > 2 * two[0], (one, two)
     assert one[1] > two[1], (one, two)
+
+
+def test_calibrated_tolerance_is_derived_from_the_costs() -> None:
+    # p99 of the release timer 59 us + p99 of the runtime's dispatch 51 us;
+    # 5 % for the budget phase (Tolerance.calibrated states why).
+    def d(p99: str) -> dict[str, object]:
+        return {"samples": 10, "min": "1us", "mean": "2us", "p50": "2us", "p99": p99,
+                "max": "900us"}
+    t = Tolerance.calibrated({"timer_wakeup": d("59us"), "runtime_dispatch": d("51us"),
+                              "thread_wakeup": d("999us")})
+    assert (t.rel, t.abs_ns) == (0.05, 110_000)
+    assert "59 us" in t.describe() and "51 us" in t.describe()
+    # without the runtime's dispatch, the thread wake-up stands for it
+    assert Tolerance.calibrated({"timer_wakeup": d("59us"),
+                                 "thread_wakeup": d("45us")}).abs_ns == 104_000
+    # a real p50 110 us + 5 % away from a 2 ms simulation is just inside
+    row = Row("task", "c", "response p50", "ns", None, 2_000_000, 2_000_000 + 210_000)
+    from irqlab.compare import _check_gap
+    _check_gap(row, t)
+    assert row.flags == []
+    row = Row("task", "c", "response p50", "ns", None, 2_000_000, 2_000_000 + 210_001)
+    _check_gap(row, t)
+    assert row.flags and row.flags[0].endswith("> 210 us")

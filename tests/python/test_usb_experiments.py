@@ -5,6 +5,7 @@ claims."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -60,3 +61,27 @@ def test_mode_change_swaps_bandwidth(reproduced: Reproduced) -> None:
     assert b["cam_L"] == pytest.approx(a["cam_H"], rel=0.02)
     assert b["cam_H"] == pytest.approx(3 * b["cam_L"], rel=0.05)  # 3 % vs 1 % I/O VCPU
     assert a["cam_M"] == pytest.approx(b["cam_M"], rel=0.02)
+
+
+def test_usb_latency_measured_costs_separate_linux_by_mechanism(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hand-made costs file: thread wake-up 10 us, context switch 1 us, a
+    # timer 50 us late. Linux's threaded bottom half waits 10 us for its
+    # thread, then one switch back to the reader (1 us); the timer delays
+    # the reader's release, not its read: Linux (measured) - Quest = 11 us.
+    from irqlab.experiments import usb_latency
+
+    def d(v: str) -> str:
+        return f"{{samples: 5, min: {v}, mean: {v}, p50: {v}, p99: {v}, max: {v}}}"
+    costs = tmp_path / "costs.yaml"
+    costs.write_text("costs:\n  origin: {host: h, kernel: k, cpus: 2, date: d, tool: t}\n"
+                     f"  thread_wakeup: {d('10us')}\n  context_switch: {d('1us')}\n"
+                     f"  timer_wakeup: {d('50us')}\n")
+    monkeypatch.setenv("IRQLAB_COSTS", str(costs))
+    s = usb_latency.measure(200 * usb_latency.MS, None)
+    quest, lc = s["Quest (no kfree) with IOVCPU"], s[usb_latency.CALIBRATED]
+    assert lc[0] - quest[0] == pytest.approx(11.0, abs=0.01)
+    # without the costs (the falsifier) Linux at Quest's Omega_IO is Quest
+    s = usb_latency.measure(200 * usb_latency.MS,
+                            usb_latency.FALSIFIERS["no-measured-costs"])
+    assert s[usb_latency.CALIBRATED][0] == pytest.approx(quest[0], abs=0.01)

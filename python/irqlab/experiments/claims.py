@@ -197,13 +197,16 @@ def markdown(doc: dict[str, Any]) -> str:
 
 def update_doc(text: str, docs: list[dict[str, Any]]) -> str:
     """Replace each `<!-- claims NAME -->` ... `<!-- /claims -->` block of a
-    markdown text by NAME's claim table (the experiment's `--json`)."""
+    markdown text by NAME's claim table (the experiment's `--json`), after
+    the experiment's own results table when it gives one (`data.table_md`,
+    e.g. usb-latency's Table I next to the paper)."""
     import re
 
     for d in docs:
         s = d.get("summary") or summary([])
-        block = (f"<!-- claims {d['experiment']} -->\n"
-                 f"{s['holding']}/{s['claims']} claims hold, {s['falsified']}/{s['claims']} "
+        extra = (d.get("data") or {}).get("table_md")
+        block = (f"<!-- claims {d['experiment']} -->\n" + (f"{extra}\n\n" if extra else "")
+                 + f"{s['holding']}/{s['claims']} claims hold, {s['falsified']}/{s['claims']} "
                  f"broken by their falsifier, {s['paper_params']}/{s['claims']} at the paper's "
                  f"parameters.\n\n{markdown(d)}\n<!-- /claims -->")
         pat = re.compile(rf"<!-- claims {re.escape(d['experiment'])} -->.*?<!-- /claims -->",
