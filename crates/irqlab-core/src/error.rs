@@ -30,6 +30,8 @@ pub enum CoreError {
     TimeWentBackwards { now: Nanos, last: Nanos },
     #[error("server {0} is not an I/O server (PIBS)")]
     NotPibs(usize),
+    #[error("a scheduler holds at most {max} servers", max = u32::MAX)]
+    TooManyServers,
     #[error("thread {0} is already bound to a server")]
     ThreadAlreadyBound(usize),
 }

@@ -19,6 +19,7 @@ extern crate alloc;
 
 pub mod cbs;
 pub mod error;
+mod id_heap;
 pub mod periodic;
 pub mod pibs;
 mod prio_index;

@@ -1,0 +1,158 @@
+//! A binary min-heap of packed `u128` keys, indexed by the id in each
+//! key's low 32 bits, so an entry is removed by id in O(log n).
+//!
+//! What it is: the scheduler's ready, background and timer sets (issue 20).
+//! They used to be ordered sets (`BTreeSet`), whose insert and remove cost
+//! several times a heap's; the scheduler needs only the minimum, insert,
+//! and removal of a known server, which an indexed heap does with one
+//! sift each.
+//!
+//! Design principles:
+//! * A key is one `u128` whose order is the order the caller wants and
+//!   whose low 32 bits are the id: one comparison per step, no
+//!   indirection. Keys are distinct (the id is part of them), so the
+//!   minimum -- the only thing the scheduler reads -- is unique, and the
+//!   schedule does not depend on how the heap breaks ties.
+//! * Positions live in a vector indexed by id (no allocation per operation
+//!   once grown).
+
+use alloc::vec::Vec;
+
+const ABSENT: u32 = u32::MAX;
+
+/// The id of a packed key (its low 32 bits).
+#[inline]
+pub(crate) fn id_of(k: u128) -> usize {
+    k as u32 as usize
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IdHeap {
+    heap: Vec<u128>,
+    /// Position in `heap` of each id, `ABSENT` when not there.
+    pos: Vec<u32>,
+}
+
+impl IdHeap {
+    /// The smallest key.
+    #[inline]
+    pub(crate) fn first(&self) -> Option<u128> {
+        self.heap.first().copied()
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.heap.len()
+    }
+
+    /// Insert `k` (an entry of the same id is replaced).
+    pub(crate) fn insert(&mut self, k: u128) {
+        let id = id_of(k);
+        if self.pos.len() <= id {
+            self.pos.resize(id + 1, ABSENT);
+        }
+        if self.pos[id] != ABSENT {
+            self.remove(id);
+        }
+        self.heap.push(k);
+        self.sift_up(self.heap.len() - 1, k);
+    }
+
+    /// Remove the entry of `id`, if any.
+    pub(crate) fn remove(&mut self, id: usize) {
+        let Some(&p) = self.pos.get(id) else { return };
+        if p == ABSENT {
+            return;
+        }
+        self.pos[id] = ABSENT;
+        let Some(last) = self.heap.pop() else { return };
+        let p = p as usize;
+        if p < self.heap.len() {
+            // the last entry fills the hole, then moves up or down
+            if p > 0 && last < self.heap[(p - 1) / 2] {
+                self.sift_up(p, last);
+            } else {
+                self.sift_down(p, last);
+            }
+        }
+    }
+
+    /// Place `k` at hole `i` or above.
+    #[inline]
+    fn sift_up(&mut self, mut i: usize, k: u128) {
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            let pk = self.heap[parent];
+            if pk <= k {
+                break;
+            }
+            self.heap[i] = pk;
+            self.pos[id_of(pk)] = i as u32;
+            i = parent;
+        }
+        self.heap[i] = k;
+        self.pos[id_of(k)] = i as u32;
+    }
+
+    /// Place `k` at hole `i` or below.
+    #[inline]
+    fn sift_down(&mut self, mut i: usize, k: u128) {
+        let n = self.heap.len();
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                break;
+            }
+            let mut c = l;
+            if l + 1 < n && self.heap[l + 1] < self.heap[l] {
+                c = l + 1;
+            }
+            let ck = self.heap[c];
+            if k <= ck {
+                break;
+            }
+            self.heap[i] = ck;
+            self.pos[id_of(ck)] = i as u32;
+            i = c;
+        }
+        self.heap[i] = k;
+        self.pos[id_of(k)] = i as u32;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The heap's minimum and size match an ordered set's under random
+        /// inserts (some replacing an id's entry) and removals.
+        #[test]
+        fn matches_an_ordered_set(ops in proptest::collection::vec((0u32..50, 0u64..40, any::<bool>()), 1..400)) {
+            let mut h = IdHeap::default();
+            let mut model: alloc::collections::BTreeMap<u32, u128> = Default::default();
+            for (id, key, ins) in ops {
+                if ins {
+                    let k = (u128::from(key) << 64) | u128::from(id);
+                    h.insert(k);
+                    model.insert(id, k);
+                } else {
+                    h.remove(id as usize);
+                    model.remove(&id);
+                }
+                prop_assert_eq!(h.len(), model.len());
+                prop_assert_eq!(h.first(), model.values().min().copied());
+            }
+            // draining gives the keys in order
+            let mut want: Vec<u128> = model.values().copied().collect();
+            want.sort_unstable();
+            let mut got = Vec::new();
+            while let Some(k) = h.first() {
+                got.push(k);
+                h.remove(id_of(k));
+            }
+            prop_assert_eq!(got, want);
+        }
+    }
+}
