@@ -11,7 +11,6 @@
 //!   (CPU checks, superseded arrivals) and ignores an event whose epoch is no
 //!   longer current, which keeps every queue operation O(log n).
 
-use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// What an event is about.
@@ -57,11 +56,38 @@ pub(crate) enum EvKind {
 }
 
 /// One queued event.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Copy, Clone, Debug)]
 pub(crate) struct Ev {
     pub(crate) time: u64,
-    seq: u64,
     pub(crate) kind: EvKind,
+}
+
+/// A queued event with its order as one integer, `(time, seq)`, the
+/// earliest first. The sequence number is unique, so this is the whole
+/// order: one `u128` comparison per heap step instead of comparing the
+/// event field by field (about a fifth of a plain run's time, issue 20).
+#[derive(Copy, Clone, Debug)]
+struct Queued {
+    /// `!(time << 64 | seq)`: `BinaryHeap` is a max-heap.
+    rank: u128,
+    kind: EvKind,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, o: &Queued) -> bool {
+        self.rank == o.rank
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, o: &Queued) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Queued {
+    fn cmp(&self, o: &Queued) -> std::cmp::Ordering {
+        self.rank.cmp(&o.rank)
+    }
 }
 
 /// CPUs to re-evaluate at the current instant, taken lowest index first
@@ -97,7 +123,7 @@ impl Dirty {
 /// The future events of one simulation.
 #[derive(Default)]
 pub(crate) struct Events {
-    heap: BinaryHeap<Reverse<Ev>>,
+    heap: BinaryHeap<Queued>,
     seq: u64,
 }
 
@@ -105,18 +131,19 @@ impl Events {
     /// Queue `kind` at `time`, after every event already queued at `time`.
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {
         self.seq += 1;
-        self.heap.push(Reverse(Ev {
-            time,
-            seq: self.seq,
+        self.heap.push(Queued {
+            rank: !((u128::from(time) << 64) | u128::from(self.seq)),
             kind,
-        }));
+        });
     }
 
     /// The earliest event if it is due at or before `until`.
     pub(crate) fn pop_until(&mut self, until: u64) -> Option<Ev> {
-        if self.heap.peek()?.0.time > until {
+        let rank = !self.heap.peek()?.rank;
+        let time = (rank >> 64) as u64;
+        if time > until {
             return None;
         }
-        self.heap.pop().map(|Reverse(e)| e)
+        self.heap.pop().map(|q| Ev { time, kind: q.kind })
     }
 }

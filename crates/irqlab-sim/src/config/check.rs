@@ -16,27 +16,33 @@ fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SimError {
     }
 }
 
-fn check_phases(phases: &[Phase], path: &str, ndev: usize, ncls: usize) -> Result<(), SimError> {
+/// `path`: the JSON path of `phases`, built only for an error.
+fn check_phases(
+    phases: &[Phase],
+    path: &dyn Fn() -> String,
+    ndev: usize,
+    ncls: usize,
+) -> Result<(), SimError> {
     for (i, p) in phases.iter().enumerate() {
-        let here = format!("{path}[{i}]");
+        let here = || format!("{}[{i}]", path());
         match p {
             Phase::Compute { ns } | Phase::Sleep { ns } if *ns == 0 => {
-                return Err(bad(format!("{here}.ns"), ns, "must be positive"))
+                return Err(bad(format!("{}.ns", here()), ns, "must be positive"))
             }
             Phase::Io { device } | Phase::Bind { device, .. } if *device >= ndev => {
-                return Err(bad(format!("{here}.device"), device, "no such device"))
+                return Err(bad(format!("{}.device", here()), device, "no such device"))
             }
             Phase::Bind { class, .. } if *class >= ncls => {
-                return Err(bad(format!("{here}.class"), class, "no such class"))
+                return Err(bad(format!("{}.class", here()), class, "no such class"))
             }
             Phase::Loop { body, count } => {
                 if body.is_empty() {
-                    return Err(bad(format!("{here}.body"), "[]", "a loop needs a body"));
+                    return Err(bad(format!("{}.body", here()), "[]", "a loop needs a body"));
                 }
                 if count == &Some(0) {
-                    return Err(bad(format!("{here}.count"), 0, "must be positive"));
+                    return Err(bad(format!("{}.count", here()), 0, "must be positive"));
                 }
-                check_phases(body, &format!("{here}.body"), ndev, ncls)?;
+                check_phases(body, &|| format!("{}.body", here()), ndev, ncls)?;
             }
             _ => {}
         }
@@ -233,7 +239,7 @@ impl SimConfig {
             }
             check_phases(
                 &t.program,
-                &format!("tasks[{i}].program"),
+                &|| format!("tasks[{i}].program"),
                 self.devices.len(),
                 self.classes.len(),
             )?;
@@ -451,6 +457,9 @@ impl SimConfig {
 
 #[path = "limits.rs"]
 mod limits;
+
+#[path = "time_scan.rs"]
+mod time_scan;
 
 #[cfg(test)]
 #[path = "check_tests.rs"]

@@ -8,7 +8,7 @@ use super::super::*;
 use super::bad;
 
 /// Keys of the configuration (at any depth) whose numbers are times in ns.
-const TIME_KEYS: &[&str] = &[
+pub(super) const TIME_KEYS: &[&str] = &[
     "duration",
     "window",
     "ns",
@@ -50,7 +50,7 @@ const TIME_KEYS: &[&str] = &[
 
 /// Every time in the configuration at most `MAX_TIME` (so sums of a few
 /// thousand cannot wrap): the error names the JSON path.
-fn check_times(v: &serde_json::Value, path: &str, time: bool) -> Result<(), SimError> {
+pub(super) fn check_times(v: &serde_json::Value, path: &str, time: bool) -> Result<(), SimError> {
     let max = irqlab_model::limits::MAX_TIME.0;
     match v {
         serde_json::Value::Object(o) => {
@@ -94,18 +94,19 @@ fn program_time(phases: &[Phase]) -> u128 {
     })
 }
 
-fn check_counts(phases: &[Phase], path: &str) -> Result<(), SimError> {
+/// `path`: the JSON path of `phases`, built only for an error.
+fn check_counts(phases: &[Phase], path: &dyn Fn() -> String) -> Result<(), SimError> {
     use irqlab_model::limits::MAX_COUNT;
     for (i, p) in phases.iter().enumerate() {
         if let Phase::Loop { body, count } = p {
             if let Some(c) = count.filter(|c| *c > MAX_COUNT) {
                 return Err(bad(
-                    format!("{path}[{i}].count"),
+                    format!("{}[{i}].count", path()),
                     c,
                     &format!("must be at most {MAX_COUNT}"),
                 ));
             }
-            check_counts(body, &format!("{path}[{i}].body"))?;
+            check_counts(body, &|| format!("{}[{i}].body", path()))?;
         }
     }
     Ok(())
@@ -115,8 +116,12 @@ fn check_counts(phases: &[Phase], path: &str) -> Result<(), SimError> {
 /// (from Python): times, windows, counts, sizes, rates, queue bounds.
 pub(super) fn check_limits(c: &SimConfig) -> Result<(), SimError> {
     use irqlab_model::limits as lim;
-    if let Ok(v) = serde_json::to_value(c) {
-        check_times(&v, "", false)?;
+    // the exact check (it names the path) only when the quick pass, which
+    // builds no JSON tree, finds a time it cannot pass
+    if !super::time_scan::times_within(c, TIME_KEYS, lim::MAX_TIME.0) {
+        if let Ok(v) = serde_json::to_value(c) {
+            check_times(&v, "", false)?;
+        }
     }
     if c.window > 0 {
         let n = c.duration.div_ceil(c.window);
@@ -157,12 +162,12 @@ pub(super) fn check_limits(c: &SimConfig) -> Result<(), SimError> {
         }
     }
     for (i, t) in c.tasks.iter().enumerate() {
-        let path = format!("tasks[{i}].program");
+        let path = || format!("tasks[{i}].program");
         check_counts(&t.program, &path)?;
         let all = program_time(&t.program);
         if all > u128::from(lim::MAX_TIME.0) {
             return Err(bad(
-                path,
+                path(),
                 format!("{all} ns per pass"),
                 "compute and sleep (loops multiplied) exceed the longest time accepted, 10^6 s",
             ));
