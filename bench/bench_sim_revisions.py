@@ -60,12 +60,13 @@ def partitioned(cpus: int, per_cpu: int, duration: int) -> dict:
     return {"cpus": cpus, "duration": duration, "servers": servers, "tasks": tasks}
 
 
-def build(src: Path, work: Path, tag: str) -> Path:
-    """Build the runner against ``src/crates/irqlab-sim``; returns the binary."""
+def build(src: Path, work: Path, tag: str, core: bool = False) -> Path:
+    """Build the runner against ``src/crates/irqlab-sim``; returns the binary.
+    ``core``: with the core-cycle mode (``--core``), for this checkout."""
     crate = work / f"runner-{tag}"
     (crate / "src").mkdir(parents=True, exist_ok=True)
-    for name in ("main.rs", "floor.rs"):
-        (crate / "src" / name).write_text((ROOT / "bench/sim_runner" / name).read_text())
+    for f in (ROOT / "bench/sim_runner").glob("*.rs"):
+        (crate / "src" / f.name).write_text(f.read_text())
     (crate / "Cargo.toml").write_text(f"""[package]
 name = "sim-runner"
 version = "0.0.0"
@@ -73,17 +74,25 @@ edition = "2021"
 
 [dependencies]
 irqlab-sim = {{ path = "{src / 'crates/irqlab-sim'}" }}
+irqlab-core = {{ path = "{src / 'crates/irqlab-core'}" }}
 serde_json = "1"
 libc = "0.2"
+
+[features]
+core = []
 
 [profile.release]
 debug = 1
 
 [workspace]
 """)
-    target = work / f"target-{tag}"
+    # the revision's own lock file (the same dependency versions), and a
+    # target dir kept in this checkout's target/ so reruns build little
+    (crate / "Cargo.lock").write_text((src / "Cargo.lock").read_text())
+    target = ROOT / "target" / f"bench-runner-{tag}"
     subprocess.run(["cargo", "build", "--release", "-q", "--manifest-path",
-                    str(crate / "Cargo.toml"), "--target-dir", str(target)], check=True)
+                    str(crate / "Cargo.toml"), "--target-dir", str(target)]
+                   + (["--features", "core"] if core else []), check=True)
     return target / "release/sim-runner"
 
 

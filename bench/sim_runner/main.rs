@@ -3,9 +3,13 @@
 //! for the call alone (the configuration is parsed before) and the jobs
 //! completed. With `--floor` first, times the minimal partitioned-RM
 //! simulator of `floor.rs` on the same files instead (`events` is 0; files
-//! that are not plain RM task sets are skipped). Built by
-//! `bench/bench_sim_revisions.py` against two revisions of irqlab-sim.
+//! that are not plain RM task sets are skipped). With `--core N ROUNDS`
+//! (feature `core`), times the core's scheduling cycle at `N` servers next
+//! to a bare heap instead (`core_cycle.rs`). Built by
+//! `bench/bench_sim_revisions.py` and `bench/bench_floor.py`.
 
+#[cfg(feature = "core")]
+mod core_cycle;
 mod floor;
 
 use std::time::Duration;
@@ -22,6 +26,12 @@ fn cpu_now() -> Duration {
 
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
+    #[cfg(feature = "core")]
+    if args.first().is_some_and(|a| a == "--core") {
+        let num = |i: usize| -> usize { args[i].parse().expect("--core N ROUNDS") };
+        core_cycle::run(num(1), num(2), 200_000, cpu_now);
+        return;
+    }
     let floor = args.first().is_some_and(|a| a == "--floor");
     if floor {
         args.remove(0);

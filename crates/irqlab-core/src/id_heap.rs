@@ -68,11 +68,15 @@ impl IdHeap {
         let Some(last) = self.heap.pop() else { return };
         let p = p as usize;
         if p < self.heap.len() {
-            // the last entry fills the hole, then moves up or down
+            // the last entry fills the hole: it belongs above when it is
+            // smaller than the hole's parent, else below (where it mostly
+            // goes back near the bottom: the hole goes down first, one
+            // comparison per level, and the entry moves up from there)
             if p > 0 && last < self.heap[(p - 1) / 2] {
                 self.sift_up(p, last);
             } else {
-                self.sift_down(p, last);
+                let hole = self.hole_to_bottom(p);
+                self.sift_up(hole, last);
             }
         }
     }
@@ -94,29 +98,25 @@ impl IdHeap {
         self.pos[id_of(k)] = i as u32;
     }
 
-    /// Place `k` at hole `i` or below.
+    /// Move hole `i` down to a leaf, filling it with its smaller child at
+    /// each level; returns the leaf.
     #[inline]
-    fn sift_down(&mut self, mut i: usize, k: u128) {
+    fn hole_to_bottom(&mut self, mut i: usize) -> usize {
         let n = self.heap.len();
         loop {
             let l = 2 * i + 1;
             if l >= n {
-                break;
+                return i;
             }
             let mut c = l;
             if l + 1 < n && self.heap[l + 1] < self.heap[l] {
                 c = l + 1;
             }
             let ck = self.heap[c];
-            if k <= ck {
-                break;
-            }
             self.heap[i] = ck;
             self.pos[id_of(ck)] = i as u32;
             i = c;
         }
-        self.heap[i] = k;
-        self.pos[id_of(k)] = i as u32;
     }
 }
 

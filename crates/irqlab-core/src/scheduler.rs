@@ -131,6 +131,8 @@ impl FpQueue {
     }
     fn insert(&mut self, e: FpEntry) {
         match self {
+            // the common server with one thread: no search, no move
+            FpQueue::Small(v) if v.is_empty() => v.push(e),
             FpQueue::Small(v) => {
                 let pos = v.partition_point(|x| *x < e);
                 v.insert(pos, e);
@@ -145,6 +147,11 @@ impl FpQueue {
     }
     fn remove(&mut self, e: &FpEntry) {
         match self {
+            FpQueue::Small(v) if v.len() == 1 => {
+                if v[0] == *e {
+                    v.clear();
+                }
+            }
             FpQueue::Small(v) => {
                 if let Ok(p) = v.binary_search(e) {
                     v.remove(p);
@@ -399,12 +406,11 @@ impl Scheduler {
     }
 
     fn key_of(&self, id: usize) -> PriorityKey {
-        let s = &self.servers[id].server;
-        let (class, key) = s.key();
+        let (class, key, tie) = self.servers[id].server.order();
         PriorityKey {
             class,
             key,
-            tie: s.tie(),
+            tie,
             id,
         }
     }

@@ -145,6 +145,15 @@ impl ServerPolicy for Server {
 }
 
 impl Server {
+    /// `key()` and `tie()` in one dispatch (the scheduler's hot path).
+    #[inline]
+    pub fn order(&self) -> (Class, u64, u8) {
+        dispatch!(self, s => {
+            let (class, key) = s.key();
+            (class, key, s.tie())
+        })
+    }
+
     /// Short policy name for reports and traces.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -145,14 +145,12 @@ impl SporadicServer {
     }
 
     fn capacity_nanos(&self, now: Nanos) -> Nanos {
-        Nanos(self.capacity(now).clamp(0, u64::MAX as i128) as u64)
+        nanos_of(self.capacity(now))
     }
 
-    /// Alg. 11 `budget-check`.
-    fn budget_check(&mut self, now: Nanos) {
-        if self.capacity(now) > 0 {
-            return;
-        }
+    /// Alg. 11 `budget-check`, past its line 1 (the caller found the
+    /// capacity not positive).
+    fn budget_check_depleted(&mut self, now: Nanos) {
         // Lines 2-8: exhaust fully used replenishments and reschedule them
         // one period later.
         while let Some(h) = self.head() {
@@ -256,16 +254,28 @@ impl SporadicServer {
     }
 }
 
+/// A capacity as a budget (a negative one, after an overrun, is none).
+fn nanos_of(cap: i128) -> Nanos {
+    Nanos(cap.clamp(0, u64::MAX as i128) as u64)
+}
+
 impl ServerPolicy for SporadicServer {
     /// Alg. 3 `MAIN-VCPU-end-of-timeslice`.
     fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
         self.usage += used;
-        self.budget_check(now);
-        if self.capacity(now) > 0 {
+        // Alg. 11 line 1: the capacity is computed once while nothing
+        // changes it (the common slice that leaves budget)
+        let mut cap = self.capacity(now);
+        if cap <= 0 {
+            self.budget_check_depleted(now);
+            cap = self.capacity(now);
+        }
+        if cap > 0 {
             if !runnable {
                 self.split_check(now);
+                cap = self.capacity(now);
             }
-            self.budget = self.capacity_nanos(now);
+            self.budget = nanos_of(cap);
         } else {
             self.budget = Nanos::ZERO;
         }

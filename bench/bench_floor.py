@@ -1,0 +1,106 @@
+"""irqlab against the floor, in one run (issue 20, DESIGN §9).
+
+Two floors, each timed next to irqlab in alternating rounds (CPU time of the
+measured call; the ratio is taken per round, then min/median/max over the
+rounds):
+
+* the simulator against a minimal event-driven partitioned-RM simulator
+  (``bench/sim_runner/floor.rs``: one event heap and one ready heap per CPU,
+  nothing else), on plain rate-monotonic task sets of 10, 200, 1,000 and
+  10,000 tasks on one CPU and of 10 tasks per CPU on 8 and 64 CPUs. Both must
+  complete the same jobs (``same_jobs``);
+* the core's scheduling cycle (wake-up, schedule, block, schedule) against
+  the same cycle on a bare ``BinaryHeap`` (``bench/sim_runner/core_cycle.rs``)
+  at 1, 24, 1,000 and 10,000 servers.
+
+Prints one JSON line per figure. ``IRQLAB_BENCH_ROUNDS`` (default 5) sets
+the rounds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from bench_sim_revisions import ROOT, build, partitioned
+
+from irqlab.tasksets import MS, random_rm_taskset, rm_config
+
+ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "5"))
+CORE_SIZES = [1, 24, 1_000, 10_000]
+
+
+def spread(xs: list[float], digits: int = 2) -> list[float]:
+    """min, median, max."""
+    return [round(min(xs), digits), round(statistics.median(xs), digits),
+            round(max(xs), digits)]
+
+
+def systems(work: Path) -> list[tuple[str, int, int, Path]]:
+    """(name, tasks, cpus, config file) of the plain RM sets."""
+    out = []
+    tasks = random_rm_taskset(random.Random(2026), 10, min_period_ms=10, max_period_ms=100)
+    sets = [("rm-10-tasks-200s", 10, 1, rm_config(tasks, 200_000 * MS)),
+            ("rm-200-tasks-200s", 200, 1, partitioned(1, 200, 200_000 * MS)),
+            ("rm-1000-tasks-20s", 1_000, 1, partitioned(1, 1_000, 20_000 * MS)),
+            ("rm-10000-tasks-20s", 10_000, 1, partitioned(1, 10_000, 20_000 * MS)),
+            ("rm-8-cpus-x-10-tasks-200s", 80, 8, partitioned(8, 10, 200_000 * MS)),
+            ("rm-64-cpus-x-10-tasks-20s", 640, 64, partitioned(64, 10, 20_000 * MS))]
+    for name, n, cpus, cfg in sets:
+        f = work / f"{name}.config.json"
+        f.write_text(json.dumps(cfg))
+        out.append((name, n, cpus, f))
+    return out
+
+
+def main() -> int:
+    work = Path(tempfile.mkdtemp(prefix="irqlab-floor-"))
+    runner = build(ROOT, work, "head", core=True)
+    sets = systems(work)
+    files = [str(f) for *_, f in sets]
+    runs = {"irqlab": [str(runner)], "floor": [str(runner), "--floor"]}
+    times: dict[str, dict[str, list[int]]] = {f: {r: [] for r in runs} for f in files}
+    jobs: dict[str, dict[str, int]] = {f: {} for f in files}
+    events: dict[str, int] = {}
+    for r in range(ROUNDS):
+        for rev in (runs if r % 2 == 0 else reversed(list(runs))):
+            out = subprocess.run(runs[rev] + files, check=True, capture_output=True,
+                                 text=True).stdout
+            for line in out.splitlines():
+                name, ns, ev, done = line.rsplit(" ", 3)
+                times[name][rev].append(int(ns))
+                jobs[name][rev] = int(done)
+                if rev == "irqlab":
+                    events[name] = int(ev)
+    for name, n, cpus, f in sets:
+        t = times[str(f)]
+        ratios = [a / b for a, b in zip(t["irqlab"], t["floor"], strict=True)]
+        print(json.dumps({
+            "figure": "sim-vs-floor", "system": name, "tasks": n, "cpus": cpus,
+            "rounds": ROUNDS, "events": events[str(f)],
+            "same_jobs": jobs[str(f)]["irqlab"] == jobs[str(f)]["floor"],
+            "irqlab_ms_min_med_max": spread([x / 1e6 for x in t["irqlab"]]),
+            "floor_ms_min_med_max": spread([x / 1e6 for x in t["floor"]]),
+            "ratio_min_med_max": spread(ratios)}), flush=True)
+    for n in CORE_SIZES:
+        out = subprocess.run([str(runner), "--core", str(n), str(ROUNDS)], check=True,
+                             capture_output=True, text=True).stdout
+        rows = [line.split()[2:] for line in out.splitlines()]
+        core = [float(c) for c, _ in rows]
+        heap = [float(h) for _, h in rows]
+        print(json.dumps({
+            "figure": "core-cycle-vs-bare-heap", "servers": n, "rounds": ROUNDS,
+            "irqlab_ns_min_med_max": spread(core, 1), "heap_ns_min_med_max": spread(heap, 1),
+            "ratio_min_med_max": spread([c / h for c, h in zip(core, heap, strict=True)])}),
+            flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
