@@ -218,78 +218,52 @@ impl<'k> ser::Serializer for Scan<'k> {
     }
 }
 
-impl ser::SerializeSeq for Scan<'_> {
-    type Ok = ();
-    type Error = Flag;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Flag> {
-        v.serialize(*self)
-    }
-    fn end(self) -> Result<(), Flag> {
-        Ok(())
-    }
+/// Elements of arrays (and tuples): they inherit the array's key.
+macro_rules! elements {
+    ($($tr:ident :: $method:ident;)*) => {$(
+        impl ser::$tr for Scan<'_> {
+            type Ok = ();
+            type Error = Flag;
+            fn $method<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Flag> {
+                v.serialize(*self)
+            }
+            fn end(self) -> Result<(), Flag> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Scan<'_> {
-    type Ok = ();
-    type Error = Flag;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Flag> {
-        v.serialize(*self)
-    }
-    fn end(self) -> Result<(), Flag> {
-        Ok(())
-    }
+elements! {
+    SerializeSeq::serialize_element;
+    SerializeTuple::serialize_element;
+    SerializeTupleStruct::serialize_field;
+    SerializeTupleVariant::serialize_field;
 }
 
-impl ser::SerializeTupleStruct for Scan<'_> {
-    type Ok = ();
-    type Error = Flag;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Flag> {
-        v.serialize(*self)
-    }
-    fn end(self) -> Result<(), Flag> {
-        Ok(())
-    }
+/// Fields of objects: each key decides whether its value is a time.
+macro_rules! fields {
+    ($($tr:ident;)*) => {$(
+        impl ser::$tr for Scan<'_> {
+            type Ok = ();
+            type Error = Flag;
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                v: &T,
+            ) -> Result<(), Flag> {
+                v.serialize(self.under(key))
+            }
+            fn end(self) -> Result<(), Flag> {
+                Ok(())
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTupleVariant for Scan<'_> {
-    type Ok = ();
-    type Error = Flag;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), Flag> {
-        v.serialize(*self)
-    }
-    fn end(self) -> Result<(), Flag> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStruct for Scan<'_> {
-    type Ok = ();
-    type Error = Flag;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Flag> {
-        v.serialize(self.under(key))
-    }
-    fn end(self) -> Result<(), Flag> {
-        Ok(())
-    }
-}
-
-impl ser::SerializeStructVariant for Scan<'_> {
-    type Ok = ();
-    type Error = Flag;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        v: &T,
-    ) -> Result<(), Flag> {
-        v.serialize(self.under(key))
-    }
-    fn end(self) -> Result<(), Flag> {
-        Ok(())
-    }
+fields! {
+    SerializeStruct;
+    SerializeStructVariant;
 }
 
 /// A map (a flattened struct): each key decides whether its value is a
