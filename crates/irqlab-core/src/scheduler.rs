@@ -17,9 +17,8 @@
 //! Design principles:
 //! * O(log n) per decision in the number of servers (10,000 servers on a
 //!   CPU is supported): servers with budget sit in a priority heap indexed
-//!   by server (`IdHeap`: one sift per insert or removal, a third of an
-//!   ordered set's cost); runnable servers waiting for budget sit in a
-//!   time-ordered heap and in a
+//!   by server (`IdHeap`: one sift per insert or removal); runnable
+//!   servers waiting for budget sit in a time-ordered heap and in a
 //!   priority-ordered index augmented with subtree minima (`PrioIndex`), so
 //!   Alg. 1 lines 13-17 are a single O(log n) query. Quest scans lists.
 //! * Order: class (deadline > fixed priority), then the policy key, then
