@@ -83,6 +83,8 @@ struct Packets<'w> {
     w: &'w mut dyn Write,
     pkt: Vec<u8>,
     msg: Vec<u8>,
+    /// Packets not yet written to `w`.
+    out: Vec<u8>,
     first: bool,
 }
 
@@ -94,12 +96,17 @@ impl Packets<'_> {
             uint(&mut self.pkt, 13, 1);
             self.first = false;
         }
-        let mut head = Vec::with_capacity(6);
-        varint(&mut head, (1 << 3) | 2);
-        varint(&mut head, self.pkt.len() as u64);
-        self.w.write_all(&head)?;
-        self.w.write_all(&self.pkt)?;
+        // the packet's key and length, then the packet, into one buffer
+        // written in large blocks (a write per packet cost more than the
+        // encoding)
+        varint(&mut self.out, (1 << 3) | 2);
+        varint(&mut self.out, self.pkt.len() as u64);
+        self.out.extend_from_slice(&self.pkt);
         self.pkt.clear();
+        if self.out.len() >= 1 << 16 {
+            self.w.write_all(&self.out)?;
+            self.out.clear();
+        }
         Ok(())
     }
 
@@ -160,6 +167,7 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
         w,
         pkt: Vec::with_capacity(256),
         msg: Vec::with_capacity(256),
+        out: Vec::with_capacity(1 << 17),
         first: true,
     };
     if t.enabled {
@@ -278,5 +286,6 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
     t.names = names;
     t.servers = servers;
     res?;
+    p.w.write_all(&p.out)?;
     p.w.flush()
 }
