@@ -277,3 +277,58 @@ def test_docs_model_examples_are_valid() -> None:
     cfgs = [loads(b).sim_config for b in blocks]
     hv = [c for c in cfgs if c["path"] == "hypervisor"]
     assert hv == [load(scenario_path("vint-case")).sim_config]
+
+
+SIM_SECTION = """
+machine: {cpus: 1, path: quest}
+simulation: {duration: 100ms, window: 10ms, max_window_values: 12, records: RECORDS}
+vcpus: [{name: v0, policy: sporadic, budget: 2ms, period: 10ms}]
+tasks: [{name: t0, vcpu: v0, period: 10ms, program: [{compute: 1ms}]}]
+"""
+
+
+def test_simulation_section_sets_records_and_max_window_values() -> None:
+    """`simulation.records` and `simulation.max_window_values` reach the
+    simulator from YAML (not only from Python): 3 series (a server, a
+    CPU's two) of 10 windows of 10 ms do not fit in 12 values, so the
+    windows widen to 30 ms (4 per series); the jobs come back as
+    NumPy columns and the requests table stays empty."""
+    m = loads(SIM_SECTION.replace("RECORDS", "{jobs: true}"))
+    assert m.sim_config["max_window_values"] == 12
+    assert m.sim_config["records"] == {"jobs": True, "requests": False}
+    r = simulate(m)
+    assert (r.metrics["window_ns"], r.metrics["window_requested_ns"]) == (30_000_000,
+                                                                          10_000_000)
+    assert len(r.metrics["servers"][0]["share_windows_fraction"]) == 4
+    assert len(r.job_records()["task"]) == r.metrics["tasks"][0]["completed"] == 10
+    both = loads(SIM_SECTION.replace("RECORDS", "true")).sim_config["records"]
+    assert both == {"jobs": True, "requests": True}
+    default = loads(SIM_SECTION.replace(", max_window_values: 12, records: RECORDS", ""))
+    assert default.sim_config["records"] == {"jobs": False, "requests": False}
+    assert default.sim_config["max_window_values"] == 65536
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        ("max_window_values: 12", "max_window_values: 0",
+         "simulation.max_window_values: 0: must be between 1 and 16777216"),
+        ("max_window_values: 12", "max_window_values: 99999999",
+         "simulation.max_window_values: 99999999: must be between 1 and 16777216"),
+        ("RECORDS", "{jobs: true, tasks: true}",
+         "expected true, false or a map of `jobs` and `requests`"),
+        ("RECORDS", "yes please", "expected true, false or a map of `jobs` and `requests`"),
+    ],
+)
+def test_simulation_section_bad_records_or_windows_exit_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], old: str, new: str,
+        message: str) -> None:
+    good = SIM_SECTION.replace("RECORDS", "false")
+    assert main(["check", str(write(tmp_path, good))]) == 0
+    capsys.readouterr()
+    path = write(tmp_path, SIM_SECTION.replace("RECORDS", "false").replace(old, new)
+                 if old != "RECORDS" else SIM_SECTION.replace(old, new))
+    assert main(["check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "simulation" in err, err
+    assert "Traceback" not in err

@@ -202,6 +202,72 @@ pub struct Simulation {
     /// Completion times kept per task in the metrics (default 10,000).
     #[serde(default)]
     pub max_completions: Option<u64>,
+    /// Values kept in all the per-window series together (default 65,536);
+    /// a longer run gets wider windows, stated in the metrics.
+    #[serde(default)]
+    pub max_window_values: Option<u64>,
+    /// Per-job and per-request records (default off): `true` for both, or
+    /// `{jobs: true, requests: false}`.
+    #[serde(default)]
+    pub records: Option<Records>,
+}
+
+/// `simulation.records`: `true` / `false` (both tables or none) or a map
+/// choosing each table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Records {
+    All(bool),
+    Select {
+        /// One row per finished job.
+        #[serde(default)]
+        jobs: bool,
+        /// One row per finished I/O request.
+        #[serde(default)]
+        requests: bool,
+    },
+}
+
+impl Records {
+    /// `(jobs, requests)`.
+    pub fn tables(self) -> (bool, bool) {
+        match self {
+            Records::All(b) => (b, b),
+            Records::Select { jobs, requests } => (jobs, requests),
+        }
+    }
+}
+
+/// Deserialized by hand so that a wrong value gets one clear message
+/// (serde's untagged enums only say that no variant matched).
+impl<'de> Deserialize<'de> for Records {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Records, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Select {
+            #[serde(default)]
+            jobs: bool,
+            #[serde(default)]
+            requests: bool,
+        }
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Form {
+            All(bool),
+            Select(Select),
+        }
+        match Form::deserialize(d) {
+            Ok(Form::All(b)) => Ok(Records::All(b)),
+            Ok(Form::Select(s)) => Ok(Records::Select {
+                jobs: s.jobs,
+                requests: s.requests,
+            }),
+            Err(_) => Err(serde::de::Error::custom(
+                "expected true, false or a map of `jobs` and `requests` (true/false), \
+                 no other keys",
+            )),
+        }
+    }
 }
 
 fn default_duration() -> Duration {
@@ -218,6 +284,8 @@ impl Default for Simulation {
             trace_until: None,
             trace_max_events: None,
             max_completions: None,
+            max_window_values: None,
+            records: None,
         }
     }
 }

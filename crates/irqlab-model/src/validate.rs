@@ -144,6 +144,9 @@ pub const MAX_TRACE_EVENTS: u64 = 2_000_000;
 /// Upper limit of `simulation.max_completions`.
 pub const MAX_COMPLETIONS: u64 = 10_000_000;
 
+/// Upper limit of `simulation.max_window_values` (8 bytes each: 128 MB).
+pub const MAX_WINDOW_VALUES: u64 = 1 << 24;
+
 pub fn validate(m: &Model) -> Report {
     let mut r = Report::default();
     let cpus = m.machine.cpus;
@@ -229,6 +232,17 @@ pub fn validate(m: &Model) -> Report {
                 "simulation.max_completions",
                 n,
                 format!("at most {MAX_COMPLETIONS} (completion times are kept in memory)"),
+            );
+        }
+    }
+    if let Some(n) = m.simulation.max_window_values {
+        if !(1..=MAX_WINDOW_VALUES).contains(&n) {
+            r.err(
+                "simulation.max_window_values",
+                n,
+                format!(
+                    "must be between 1 and {MAX_WINDOW_VALUES} (window values are kept in memory)"
+                ),
             );
         }
     }

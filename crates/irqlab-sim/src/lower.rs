@@ -370,8 +370,8 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
         trace: trace_cfg(s),
         overhead: Default::default(),
         max_completions: max_completions(s),
-        max_window_values: crate::config::default_max_window_values(),
-        records: Default::default(),
+        max_window_values: max_window_values(s),
+        records: records(s),
     };
     if let Some(c) = &m.costs {
         costs::apply(&mut cfg, c);
@@ -430,6 +430,20 @@ fn max_completions(s: &irqlab_model::model::Simulation) -> usize {
         .map_or(crate::config::default_max_completions(), |n| {
             usize::try_from(n).unwrap_or(usize::MAX)
         })
+}
+
+/// Values kept in the per-window series (`simulation.max_window_values`).
+fn max_window_values(s: &irqlab_model::model::Simulation) -> usize {
+    s.max_window_values
+        .map_or(crate::config::default_max_window_values(), |n| {
+            usize::try_from(n).unwrap_or(usize::MAX)
+        })
+}
+
+/// Per-job and per-request records (`simulation.records`).
+fn records(s: &irqlab_model::model::Simulation) -> crate::records::RecordsCfg {
+    let (jobs, requests) = s.records.map_or((false, false), |r| r.tables());
+    crate::records::RecordsCfg { jobs, requests }
 }
 
 /// A nic's arrival trace (`irqlab_model::limits::read_trace_file`).

@@ -128,11 +128,12 @@ impl SimConfig {
                 &format!("at most {most} (completion times are kept in memory)"),
             ));
         }
-        if self.max_window_values == 0 {
+        let most = irqlab_model::validate::MAX_WINDOW_VALUES;
+        if self.max_window_values == 0 || self.max_window_values as u64 > most {
             return Err(bad(
                 "max_window_values".into(),
-                0,
-                "at least one value (the windowed series need room)",
+                self.max_window_values,
+                &format!("must be between 1 and {most} (the windowed series need room; values are kept in memory)"),
             ));
         }
         let max = irqlab_model::validate::MAX_TRACE_EVENTS;

@@ -342,7 +342,7 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
         trace: trace_cfg(s),
         overhead: Default::default(),
         max_completions: max_completions(s),
-        max_window_values: crate::config::default_max_window_values(),
-        records: Default::default(),
+        max_window_values: max_window_values(s),
+        records: records(s),
     })
 }
