@@ -2,8 +2,10 @@
 report RUN_DIR...``, ``irqlab simulate --report``; DESIGN.md §12).
 
 A run directory is what ``irqlab simulate`` writes: ``metrics.json``,
-``trace.json`` and ``config.json`` (the resolved configuration, for the
-model summary, the deadlines and the analysis). The page holds the model
+``trace.json`` or ``trace.pftrace`` (Perfetto protobuf, decoded by
+``irqlab.tracefile`` for the Gantt window only) and ``config.json`` (the
+resolved configuration, for the model summary, the deadlines and the
+analysis). The page holds the model
 summary, the analysis verdicts and bounds next to the simulated values, a
 Gantt chart of a window per CPU (threads, ISRs, servers, budget),
 response-time CDFs and histograms per task with deadline and bound lines,
@@ -50,14 +52,20 @@ class Run:
     config: dict[str, Any] | None
 
     @classmethod
-    def load(cls, path: Path, name: str | None = None) -> Run:
+    def load(cls, path: Path, name: str | None = None,
+             window: tuple[int, int] | None = None) -> Run:
+        """Load a run directory; of a Perfetto protobuf trace only the
+        Gantt ``window`` (default: the first ``DEFAULT_WINDOW_NS``) is read."""
+        from irqlab.tracefile import load_trace
+
         mp = path / "metrics.json"
         if not mp.exists():
             raise FileNotFoundError(f"{path}: no metrics.json (not a run directory of "
                                     "irqlab simulate)")
-        tp, cp = path / "trace.json", path / "config.json"
-        return cls(name or path.name, json.loads(mp.read_text()),
-                   json.loads(tp.read_text()) if tp.exists() else {},
+        cp = path / "config.json"
+        lo, hi = window if window else (None, None)
+        trace = load_trace(path, start_ns=lo, end_ns=hi, span_ns=DEFAULT_WINDOW_NS)
+        return cls(name or path.name, json.loads(mp.read_text()), trace,
                    json.loads(cp.read_text()) if cp.exists() else None)
 
 
@@ -499,7 +507,7 @@ def write_report(run_dirs: Sequence[Path | str], out: Path | str, *,
     labels = list(names) if names else [d.name or str(d) for d in dirs]
     if len(set(labels)) != len(labels):
         labels = [str(d) for d in dirs]
-    runs = [Run.load(d, n) for d, n in zip(dirs, labels, strict=True)]
+    runs = [Run.load(d, n, window) for d, n in zip(dirs, labels, strict=True)]
     p = Path(out)
     p.parent.mkdir(parents=True, exist_ok=True)
     p.write_text(render(runs, window=window))

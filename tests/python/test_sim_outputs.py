@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from irqlab.cli import main
 from irqlab.experiments import quest_table1
@@ -103,3 +104,75 @@ def test_cli_writes_a_perfetto_trace(tmp_path: Path) -> None:
     assert (out / "trace.pftrace").stat().st_size > 0
     assert not (out / "trace.json").exists()
     assert (out / "metrics.json").exists()
+
+
+def _events(trace: dict) -> dict[str, list]:
+    def key(e: dict) -> tuple:
+        return tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in e.items()))
+
+    out: dict[str, list] = {}
+    for ph in ("X", "C"):
+        out[ph] = sorted(key(e) for e in trace["traceEvents"] if e["ph"] == ph)
+    out["M"] = sorted(key(e) for e in trace["traceEvents"]
+                      if e["ph"] == "M" and e["name"] == "thread_name")
+    return out
+
+
+def test_perfetto_trace_reads_back_as_the_json_trace(tmp_path: Path) -> None:
+    """`irqlab.tracefile.read_perfetto` decodes the protobuf into the same
+    slices, counter values and server names as the JSON form of the run;
+    a window keeps exactly the slices and counters that overlap it."""
+    from irqlab.tracefile import read_perfetto
+
+    cfg = small()
+    ref = simulate(cfg).trace
+    simulate(cfg, trace_file=tmp_path / "t.pftrace", trace_format="perfetto")
+    got = read_perfetto(tmp_path / "t.pftrace")
+    want, have = _events(ref), _events(got)
+    assert want["X"] and want["C"] and want["M"]
+    assert have == want
+    lo, hi = 10_000_000, 12_000_000
+    part = read_perfetto(tmp_path / "t.pftrace", start_ns=lo, end_ns=hi)
+    inside = [e for e in ref["traceEvents"] if e["ph"] == "X"
+              and e["ts"] * 1e3 <= hi and (e["ts"] + e["dur"]) * 1e3 >= lo]
+    assert 0 < len(inside) < len(want["X"])
+    assert _events(part)["X"] == _events({"traceEvents": inside})["X"]
+    (tmp_path / "bad.pftrace").write_bytes(b"\x0a\xff\xff\xff\x0f")
+    with pytest.raises(ValueError, match="bad.pftrace"):
+        read_perfetto(tmp_path / "bad.pftrace")
+
+
+def test_report_draws_the_gantt_chart_from_a_perfetto_trace(tmp_path: Path) -> None:
+    """`irqlab simulate --report --trace-format perfetto`: the report reads
+    trace.pftrace (there is no trace.json) and draws the schedule."""
+    out = tmp_path / "run"
+    assert main(["simulate", str(SCENARIOS / "quest-table1.yaml"), "--out", str(out),
+                 "--duration", "20ms", "--report", "--trace-format", "perfetto",
+                 "--no-plots"]) == 0
+    assert (out / "trace.pftrace").exists() and not (out / "trace.json").exists()
+    page = (out / "report.html").read_text()
+    schedule = page.split("<h2>Schedule</h2>")[1].split("<h2>")[0]
+    assert "No trace recorded" not in schedule
+    assert "<img" in schedule
+
+
+def test_cli_warns_when_completion_times_were_cut(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`max_completions` is a stated, user-set limit: the CLI says when a
+    task finished more jobs than `completions_ns` keeps."""
+    model = tmp_path / "m.yaml"
+    text = """
+machine: {cpus: 1, path: quest}
+simulation: {duration: 100ms, max_completions: LIMIT}
+vcpus: [{name: v0, policy: sporadic, budget: 2ms, period: 10ms}]
+tasks: [{name: t0, vcpu: v0, period: 10ms, program: [{compute: 1ms}]}]
+"""
+    for limit, warned in ((2, True), (100, False)):
+        model.write_text(text.replace("LIMIT", str(limit)))
+        assert main(["simulate", str(model), "--out", str(tmp_path / "run"),
+                     "--no-plots"]) == 0
+        err = capsys.readouterr().err
+        assert ("completions_ns keeps the first 2 completion times" in err) == warned, err
+        m = json.loads((tmp_path / "run" / "metrics.json").read_text())
+        assert m["tasks"][0]["completed"] == 10
+        assert len(m["tasks"][0]["completions_ns"]) == min(limit, 10)

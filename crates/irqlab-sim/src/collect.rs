@@ -158,7 +158,7 @@ impl Simulation {
         }
     }
 
-    pub(crate) fn collect_metrics(self) -> (Metrics, Trace) {
+    pub(crate) fn collect_metrics(mut self) -> (Metrics, Trace) {
         let dur = self.cfg.duration;
         let w = self.cfg.window;
         let cpus = self
@@ -223,22 +223,26 @@ impl Simulation {
                 }
             })
             .collect();
-        let tasks = self
-            .tasks
-            .iter()
+        // each task's state is consumed as its metrics are built: the
+        // completion lists are moved, not copied, and a recorder is freed
+        // once its distribution is taken, so the end of a long run does
+        // not hold both at once (peak memory, issue 20)
+        let unfinished: Vec<u64> = (0..self.tasks.len())
+            .map(|i| self.unfinished_past_deadline(i))
+            .collect();
+        let tasks = std::mem::take(&mut self.tasks)
+            .into_iter()
+            .zip(unfinished)
             .enumerate()
-            .map(|(i, t)| {
-                let unfinished = self.unfinished_past_deadline(i);
-                TaskMetrics {
-                    name: self.cfg.tasks[i].name.clone(),
-                    released: t.released,
-                    completed: t.completed,
-                    deadline_misses: t.misses + unfinished,
-                    unfinished_past_deadline: unfinished,
-                    aborted: t.aborted,
-                    response: Dist::from_recorder(&t.response),
-                    completions: t.completions.clone(),
-                }
+            .map(|(i, (t, unfinished))| TaskMetrics {
+                name: self.cfg.tasks[i].name.clone(),
+                released: t.released,
+                completed: t.completed,
+                deadline_misses: t.misses + unfinished,
+                unfinished_past_deadline: unfinished,
+                aborted: t.aborted,
+                response: Dist::from_recorder(&t.response),
+                completions: t.completions,
             })
             .collect();
         let devices = self

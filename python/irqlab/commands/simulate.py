@@ -81,6 +81,13 @@ def run(args: argparse.Namespace) -> int:
         limit = (result.config or {}).get("trace", {}).get("max_events")
         print(f"warning: the trace reached its limit of {limit} events and was cut; "
               "raise --trace-max-events or simulation.trace_max_events", file=sys.stderr)
+    cut = [t for t in result.metrics["tasks"] if t["completed"] > len(t["completions_ns"])]
+    if cut:
+        limit = (result.config or {}).get("max_completions")
+        print(f"warning: completions_ns keeps the first {limit} completion times per task; "
+              f"{len(cut)} task(s) finished more (completed counts them all); raise "
+              "simulation.max_completions, or keep every job with simulation.records",
+              file=sys.stderr)
     files = write_outputs(result, args.out, title=args.model.stem, plots=not args.no_plots)
     if args.report:
         from irqlab.report import write_report
