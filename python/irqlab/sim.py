@@ -102,17 +102,27 @@ class Table:
 class SimResult:
     """One simulation run: ``metrics`` (the ``metrics.json`` dict),
     ``trace`` (Perfetto trace-event dict; empty unless tracing was on) and
-    ``config`` (the configuration that ran, every default filled in)."""
+    ``config`` (the configuration that ran, every default filled in; given
+    as JSON text by the simulator and parsed on first use)."""
 
     metrics: dict[str, Any]
     trace: dict[str, Any]
-    config: dict[str, Any] | None = None
+    config_json: str | None = field(default=None, repr=False)
     #: Where the trace was streamed (``simulate(trace_file=...)``); the
     #: ``trace`` dict is then empty.
     trace_file: Path | None = None
     #: Per-job and per-request columns (``records`` in the configuration):
     #: ``{"jobs": {...}, "requests": {...}}`` of NumPy arrays.
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    _config: dict[str, Any] | None = field(default=None, init=False, repr=False)
+
+    @property
+    def config(self) -> dict[str, Any] | None:
+        """The configuration that ran (every default filled in), or None."""
+        if self._config is None and self.config_json is not None:
+            self._config = json.loads(self.config_json)
+        return self._config
 
     @property
     def partial(self) -> bool:
@@ -315,12 +325,11 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
     cb = line or (progress if callable(progress) else None)
     try:
         path = None if trace_file is None else str(trace_file)
-        metrics, tr, resolved, interrupted, cols = _sim.run(json.dumps(cfg), cb, path,
-                                                            trace_format)
+        metrics, tr, resolved, interrupted, cols = _sim.run(cfg, cb, path, trace_format)
     finally:
         if line:
             line.close()
-    result = SimResult(metrics, json.loads(tr) if tr else {}, json.loads(resolved),
+    result = SimResult(metrics, json.loads(tr) if tr else {}, resolved,
                        trace_file=None if trace_file is None else Path(trace_file),
                        records=_columns(cols))
     if interrupted:
@@ -329,7 +338,10 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
 
 
 def _columns(raw: Mapping[str, Mapping[str, bytes]]) -> dict[str, dict[str, Any]]:
-    """The native byte columns as NumPy arrays (no copy)."""
+    """The native byte columns as NumPy arrays (no copy); none (and no
+    NumPy import) when no records were kept."""
+    if not any(v for cols in raw.values() for v in cols.values()):
+        return {}
     import numpy as np
 
     types = {"task": "<u4", "device": "<u4", "late": "u1"}

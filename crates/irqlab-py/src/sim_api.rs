@@ -1,5 +1,6 @@
-//! `irqlab._native.sim`: run the simulator on a configuration given as
-//! JSON text (the resolved `SimConfig`). Returns the metrics as Python
+//! `irqlab._native.sim`: run the simulator on a configuration given as a
+//! dict (read straight from the Python objects, no JSON text in between)
+//! or as JSON text (the resolved `SimConfig`). Returns the metrics as Python
 //! objects (no JSON text in between), the trace as JSON text or streamed
 //! to a file (JSON or Perfetto protobuf), and the optional per-job and
 //! per-request records as byte columns for NumPy; configuration errors raise `ValueError`
@@ -20,6 +21,28 @@ use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString};
 use serde_json::Value;
+
+/// The `SimConfig` of `config`: a dict is read directly from the Python
+/// objects (no JSON text in between); a string is parsed as JSON. When the
+/// dict does not make a valid configuration, it is read once more through
+/// `json.dumps` so that the error is the JSON path's, naming the field
+/// path, the value and the rule.
+fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
+    if let Ok(text) = config.extract::<&str>() {
+        return parse_config(text);
+    }
+    let mut de = pythonize::Depythonizer::from_object(config);
+    match serde_path_to_error::deserialize::<_, SimConfig>(&mut de) {
+        Ok(cfg) => Ok(cfg),
+        Err(_) => {
+            let text: String = py
+                .import("json")?
+                .call_method1("dumps", (config,))?
+                .extract()?;
+            parse_config(&text)
+        }
+    }
+}
 
 /// Parse a `SimConfig`, naming the field path of the first error.
 pub fn parse_config(config_json: &str) -> PyResult<SimConfig> {
@@ -50,7 +73,8 @@ const SLICE_TARGET: Duration = Duration::from_millis(100);
 /// `(metrics, trace_json, resolved_config_json, interrupted, records)`.
 type RunResult<'py> = (Bound<'py, PyAny>, String, String, bool, Bound<'py, PyDict>);
 
-/// Simulate `config_json` in slices of simulated time, releasing the GIL
+/// Simulate `config` (a dict in the shape of `SimConfig`, or its JSON
+/// text) in slices of simulated time, releasing the GIL
 /// during each slice and checking for signals (Ctrl-C) between slices;
 /// `progress(now_ns, duration_ns)` is called between slices. Returns
 /// `(metrics, trace_json, resolved_config_json, interrupted, records)`:
@@ -63,10 +87,10 @@ type RunResult<'py> = (Bound<'py, PyAny>, String, String, bool, Bound<'py, PyDic
 /// the time reached (metrics marked `partial`) and `interrupted` is true.
 /// The resolved configuration has every default filled in.
 #[pyfunction]
-#[pyo3(signature = (config_json, progress=None, trace_path=None, trace_format="json"))]
+#[pyo3(signature = (config, progress=None, trace_path=None, trace_format="json"))]
 fn run<'py>(
     py: Python<'py>,
-    config_json: &str,
+    config: &Bound<'py, PyAny>,
     progress: Option<Bound<'py, PyAny>>,
     trace_path: Option<PathBuf>,
     trace_format: &str,
@@ -74,7 +98,7 @@ fn run<'py>(
     let format: TraceFormat = trace_format
         .parse()
         .map_err(|e: String| PyValueError::new_err(format!("trace_format: {e}")))?;
-    let cfg = parse_config(config_json)?;
+    let cfg = extract_config(py, config)?;
     let resolved = serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let duration = cfg.duration;
     let err = |e: irqlab_sim::SimError| PyValueError::new_err(e.to_string());
