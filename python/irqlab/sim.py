@@ -18,6 +18,7 @@ model's size (top-N and an "others" bar, stated in the title).
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 import time
@@ -323,10 +324,16 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
                           if isinstance(records, bool) else dict(records))
     line = ProgressLine() if progress is True else None
     cb = line or (progress if callable(progress) else None)
+    # the metrics arrive as thousands of new dicts and lists at once: the
+    # cyclic GC would scan them again and again while they are built
+    gc_was_on = gc.isenabled()
+    gc.disable()
     try:
         path = None if trace_file is None else str(trace_file)
         metrics, tr, resolved, interrupted, cols = _sim.run(cfg, cb, path, trace_format)
     finally:
+        if gc_was_on:
+            gc.enable()
         if line:
             line.close()
     result = SimResult(metrics, json.loads(tr) if tr else {}, resolved,

@@ -66,6 +66,7 @@ mod core_api;
 mod model_api;
 mod rt_api;
 mod sim_api;
+mod topy;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

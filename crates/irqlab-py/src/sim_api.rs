@@ -19,8 +19,7 @@ use std::path::PathBuf;
 use irqlab_sim::{Records, SimConfig, Simulation, TraceFormat};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyList, PyString};
-use serde_json::Value;
+use pyo3::types::{PyBytes, PyDict};
 
 /// The `SimConfig` of `config`: a dict is read directly from the Python
 /// objects (no JSON text in between); a string is parsed as JSON. When the
@@ -132,7 +131,6 @@ fn run<'py>(
     let (m, t) = py.detach(|| {
         crate::guard("simulate", || {
             let (m, mut trace) = sim.finish().map_err(err)?;
-            let m = serde_json::to_value(&m).map_err(|e| PyValueError::new_err(e.to_string()))?;
             let text = match &trace_path {
                 Some(p) => {
                     let io = |e: std::io::Error| {
@@ -147,7 +145,7 @@ fn run<'py>(
             Ok((m, text))
         })
     })?;
-    let metrics = to_py(py, &m)?;
+    let metrics = crate::topy::to_py(py, &m)?;
     Ok((
         metrics,
         t,
@@ -155,38 +153,6 @@ fn run<'py>(
         interrupted,
         records_to_py(py, &records)?,
     ))
-}
-
-/// A JSON value as the Python object `json.loads` would give.
-fn to_py<'py>(py: Python<'py>, v: &Value) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match v {
-        Value::Null => py.None().into_bound(py),
-        Value::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                u.into_pyobject(py)?.into_any()
-            } else if let Some(i) = n.as_i64() {
-                i.into_pyobject(py)?.into_any()
-            } else {
-                n.as_f64().unwrap_or(f64::NAN).into_pyobject(py)?.into_any()
-            }
-        }
-        Value::String(s) => PyString::new(py, s).into_any(),
-        Value::Array(a) => {
-            let items = a
-                .iter()
-                .map(|x| to_py(py, x))
-                .collect::<PyResult<Vec<_>>>()?;
-            PyList::new(py, items)?.into_any()
-        }
-        Value::Object(o) => {
-            let d = PyDict::new(py);
-            for (k, x) in o {
-                d.set_item(k, to_py(py, x)?)?;
-            }
-            d.into_any()
-        }
-    })
 }
 
 /// Little-endian bytes of a column (for `numpy.frombuffer`).

@@ -3,7 +3,10 @@
 //! run_config -- config.json [TRACE_FILE [json|perfetto]]`. With a trace
 //! file the trace is on and streamed there; the line then also gives the
 //! trace events, the bytes written and the records' memory per event.
-//! `bench/bench_memory.py` runs it for peak RSS and the cost of tracing.
+//! `bench/bench_memory.py` runs it for peak RSS and the cost of tracing,
+//! and for the CPU time of the `simulate` call alone (`cpu ... s`: this
+//! thread's time on a CPU, from Linux's `/proc/thread-self/schedstat`;
+//! absent elsewhere), which it compares with `simulate()` from Python.
 
 use std::io::BufWriter;
 use std::time::Instant;
@@ -22,7 +25,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         cfg.trace.enabled = true;
     }
     let t0 = Instant::now();
+    let c0 = thread_cpu_ns();
     let (m, mut t) = irqlab_sim::simulate(cfg)?;
+    let cpu = thread_cpu_ns().zip(c0).map(|(b, a)| (b - a) as f64 / 1e9);
     let mem = t.memory_bytes();
     if let Some(file) = trace {
         t.write(&mut BufWriter::new(std::fs::File::create(file)?), format)?;
@@ -35,6 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         jobs as f64 / dt,
         dt * 1e9 / m.events as f64
     );
+    if let Some(c) = cpu {
+        print!("; cpu {c:.6} s");
+    }
     if let Some(file) = trace {
         let bytes = std::fs::metadata(file)?.len();
         print!(
@@ -45,4 +53,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     println!();
     Ok(())
+}
+
+/// This thread's time on a CPU so far (ns), where Linux says it.
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
 }
