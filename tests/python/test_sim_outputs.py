@@ -176,3 +176,18 @@ tasks: [{name: t0, vcpu: v0, period: 10ms, program: [{compute: 1ms}]}]
         m = json.loads((tmp_path / "run" / "metrics.json").read_text())
         assert m["tasks"][0]["completed"] == 10
         assert len(m["tasks"][0]["completions_ns"]) == min(limit, 10)
+
+
+GOLDEN = Path(__file__).resolve().parents[2] / "crates/irqlab-sim/tests/golden"
+
+
+@pytest.mark.parametrize("name", ["scenario-vint-case-000", "scenario-usb-roundtrip-000",
+                                  "exp-quest-table1-000", "exp-usb-toy-000"])
+def test_metrics_objects_equal_the_golden_metrics_json(name: str) -> None:
+    """The metrics built straight into Python objects (no JSON text) are
+    exactly what ``json.loads`` gives for the golden ``metrics.json`` of
+    the same system: same keys (renamed and skipped fields), lists for
+    tuples, the same floats."""
+    cfg = json.loads((GOLDEN / f"{name}.config.json").read_text())
+    want = json.loads((GOLDEN / f"{name}.metrics.json").read_text())
+    assert simulate(cfg).metrics == want
