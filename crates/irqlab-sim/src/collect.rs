@@ -159,6 +159,16 @@ impl Simulation {
     }
 
     pub(crate) fn collect_metrics(mut self) -> (Metrics, Trace) {
+        let unfinished: Vec<u64> = (0..self.tasks.len())
+            .map(|i| self.unfinished_past_deadline(i))
+            .collect();
+        // the machine's state is not needed any more: freed before the
+        // metrics are built, so that a long run's peak memory is not the
+        // state and the filled-in metrics at once (issue 20)
+        drop(std::mem::take(&mut self.threads));
+        drop(std::mem::take(&mut self.events));
+        drop(std::mem::take(&mut self.wake_flow));
+        drop(std::mem::take(&mut self.ctx_of));
         let dur = self.cfg.duration;
         let w = self.cfg.window;
         let cpus = self
@@ -227,9 +237,6 @@ impl Simulation {
         // completion lists are moved, not copied, and a recorder is freed
         // once its distribution is taken, so the end of a long run does
         // not hold both at once (peak memory, issue 20)
-        let unfinished: Vec<u64> = (0..self.tasks.len())
-            .map(|i| self.unfinished_past_deadline(i))
-            .collect();
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
             .zip(unfinished)
