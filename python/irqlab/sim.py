@@ -116,7 +116,8 @@ class SimResult:
     #: ``{"jobs": {...}, "requests": {...}}`` of NumPy arrays.
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    _config: dict[str, Any] | None = field(default=None, init=False, repr=False)
+    _config: dict[str, Any] | None = field(default=None, init=False, repr=False,
+                                           compare=False)
 
     @property
     def config(self) -> dict[str, Any] | None:
