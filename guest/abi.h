@@ -51,6 +51,7 @@
 #define D_ISR        2   /* guest TSC at ISR entry of the interrupt that found it */
 #define D_DSR_START  3
 #define D_DSR_END    4
+#define D_ISR_END    5   /* guest TSC just before that ISR's LAPIC EOI (on the last descriptor it saw) */
 #define D_WORDS      8   /* header words; payload follows */
 #define D_PAYLOAD    (D_WORDS * 8)
 
@@ -78,6 +79,7 @@
 #define DV_DSR       3   /* guest: DSR runs */
 #define DV_COST      4   /* VMM: guest TSC ticks of DSR work per descriptor */
 #define DV_PRIO      5   /* VMM: the DSR's priority in the guest scheduler (higher is more urgent) */
+#define DV_SEEN      6   /* guest: descriptors seen by an ISR (written before its EOI) */
 #define S_GAPS       64  /* GAP_SLOTS pairs (start, end) of guest TSC */
 #define GAP_SLOTS    96
 #define S_TASK       256 /* per task t: S_TASK + t * 8 + ... */

@@ -43,6 +43,7 @@ pub const D_LEN: u64 = 1;
 pub const D_ISR: u64 = 2;
 pub const D_DSR_START: u64 = 3;
 pub const D_DSR_END: u64 = 4;
+pub const D_ISR_END: u64 = 5;
 pub const D_PAYLOAD: u64 = 8 * 8;
 pub const MAX_PAYLOAD: usize = (DESC_BYTES - D_PAYLOAD) as usize;
 
@@ -69,6 +70,7 @@ pub const DV_ISR: u64 = 2;
 pub const DV_DSR: u64 = 3;
 pub const DV_COST: u64 = 4;
 pub const DV_PRIO: u64 = 5;
+pub const DV_SEEN: u64 = 6;
 pub const S_GAPS: u64 = 64;
 pub const GAP_SLOTS: u64 = 96;
 pub const S_TASK: u64 = 256;

@@ -145,12 +145,14 @@ pub struct EventRecord {
     pub arrival_ns: u64,
     pub inject_ns: u64,
     pub isr_ns: u64,
+    /// The end of that guest ISR (just before its LAPIC EOI).
+    pub isr_end_ns: u64,
     pub dsr_start_ns: u64,
     pub dsr_end_ns: u64,
     /// When the VMM saw the completion (and sent the reply, for a NIC).
     pub done_ns: u64,
     #[serde(skip)]
-    pub(crate) raw: [u64; 3],
+    pub(crate) raw: [u64; 4],
 }
 
 pub(crate) struct DevState {
@@ -263,7 +265,7 @@ impl DevState {
         let n = payload.len().min(MAX_PAYLOAD);
         let wrote = vm.store(base + 8 * D_SEQ, self.prod).and_then(|_| {
             vm.store(base + 8 * D_LEN, n as u64)?;
-            for w in [D_ISR, D_DSR_START, D_DSR_END] {
+            for w in [D_ISR, D_ISR_END, D_DSR_START, D_DSR_END] {
                 vm.store(base + 8 * w, 0)?;
             }
             vm.write(base + D_PAYLOAD, &payload[..n])
@@ -287,7 +289,7 @@ impl DevState {
         // KVM_SIGNAL_MSI returns 1 even when the vector is already pending
         // in the LAPIC's IRR (the guest then sees one ISR for several
         // descriptors): coalescing shows as guest ISR entries < injected.
-        if vm.inject(VEC_BASE + d as u8).is_err() {
+        if vm.raise(d).is_err() {
             self.inject_errors += 1;
         }
         true
@@ -307,6 +309,7 @@ impl DevState {
                 vm.load(base + 8 * D_ISR)?,
                 vm.load(base + 8 * D_DSR_START)?,
                 vm.load(base + 8 * D_DSR_END)?,
+                vm.load(base + 8 * D_ISR_END)?,
             ];
             if let (Backing::Udp(s), Some(peer)) = (backing, m.peer) {
                 let len = (vm.load(base + 8 * D_LEN)? as usize).min(MAX_PAYLOAD);
@@ -322,6 +325,7 @@ impl DevState {
                     arrival_ns: m.arrival.0,
                     inject_ns: m.inject.0,
                     isr_ns: 0,
+                    isr_end_ns: 0,
                     dsr_start_ns: 0,
                     dsr_end_ns: 0,
                     done_ns: irqlab_rt::sys::now().0,

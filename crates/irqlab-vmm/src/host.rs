@@ -80,6 +80,7 @@ pub(crate) fn releaser(sh: &Shared, rt: &RtHandle) {
             drop(st);
             if let (true, Some(t)) = (n > 0, sh.pseudo[d].get()) {
                 rt.wake(*t);
+                sh.reschedule();
             }
         }
         let wait = next
@@ -119,7 +120,7 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
             {
                 reraised[d] = now;
                 sh.reraises.fetch_add(1, Ordering::Relaxed);
-                let _ = sh.vm.inject(crate::abi::VEC_BASE + d as u8);
+                let _ = sh.vm.raise(d);
                 sh.kick();
             }
         }

@@ -31,9 +31,10 @@ pub mod vm;
 
 pub use devices::{DeviceConfig, DeviceKind, DeviceReport, EventRecord};
 pub use error::VmmError;
-pub use machine::{Stopped, VcpuServer, Vmm, VmmConfig, VmmReport};
+pub use machine::{RunnerSlice, Stopped, VcpuServer, Vmm, VmmConfig, VmmReport};
 pub use tasks::{GuestTask, JobRecord, TaskReport};
 pub use vint::{PseudoVcpu, Replenish};
+pub use vm::{Injection, Irqchip};
 
 /// The guest kernel built from `guest/` by `build.rs`.
 pub static GUEST_ELF: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/guest.elf"));

@@ -32,7 +32,7 @@ use crate::devices::{Backing, DevState, DeviceConfig, DeviceKind, DeviceReport, 
 use crate::error::VmmError;
 use crate::tasks::{GuestSchedReport, GuestTask};
 use crate::vint::{Counter, PseudoVcpu, Replenish};
-use crate::vm::Vm;
+use crate::vm::{Injection, Irqchip, Vm};
 
 /// The server the guest VCPU runs in.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +74,12 @@ pub struct VmmConfig {
     /// No guest progress for this long stops the VM with an error.
     pub watchdog: Nanos,
     pub console_limit: usize,
+    /// How virtual interrupts are injected (`KVM_SIGNAL_MSI` or irqfd).
+    pub injection: Injection,
+    /// The in-kernel irqchip: whole, or split (the guest's EOIs of device
+    /// vectors exit to the VMM; VINT §V-B's nested handling switches
+    /// pseudo-VCPUs at them).
+    pub irqchip: Irqchip,
     /// The guest image (default: the kernel built from `guest/`).
     pub image: Option<Vec<u8>>,
 }
@@ -93,6 +99,8 @@ impl Default for VmmConfig {
             vint: Vec::new(),
             watchdog: Nanos::from_ms(2000),
             console_limit: 64 << 10,
+            injection: Injection::Msi,
+            irqchip: Irqchip::Kernel,
             image: None,
         }
     }
@@ -109,6 +117,9 @@ pub struct ExitCounts {
     /// Times the watchdog raised a device again after 20 ms without
     /// progress on its injected events (`host::watchdog`).
     pub reraises: u64,
+    /// Per device, the guest's EOIs of its vector seen as
+    /// `KVM_EXIT_IOAPIC_EOI` (split irqchip only).
+    pub ioapic_eoi: Vec<u64>,
 }
 
 pub(crate) struct Shared {
@@ -125,9 +136,21 @@ pub(crate) struct Shared {
     /// The thread in `KVM_RUN` now (0: none).
     pub runner_tid: AtomicI32,
     kvm_run: AtomicUsize,
-    /// Pseudo-VCPU threads waiting for or holding the guest.
-    pub p_want: AtomicUsize,
+    /// Per device, the rank of its pseudo-VCPU (managed interrupts only;
+    /// smaller is more urgent, VINT §V-A).
+    pub ranks: Vec<Option<u64>>,
+    /// Per device, its pseudo-VCPU thread is ready to run the guest (woken
+    /// by an injection, not parked, handling not finished).
+    pub active: Vec<AtomicBool>,
+    /// Who holds the guest now: `RUNNER_NONE`, `RUNNER_VCPU` or the device
+    /// whose pseudo-VCPU runs it.
+    pub runner: AtomicUsize,
+    /// Woken whenever the answer of `wanted` may have changed.
     pub handoff: (Mutex<()>, Condvar),
+    /// Who ran the guest when (host ns), for the report and the trace.
+    pub slices: Mutex<Vec<RunnerSlice>>,
+    /// `KVM_EXIT_IOAPIC_EOI` exits per device (split irqchip).
+    pub eois: Vec<AtomicU64>,
     /// Pseudo-VCPU thread per device (managed interrupts only).
     pub pseudo: Vec<OnceLock<TaskHandle>>,
     /// The vINT releaser thread (unparked when an event is held).
@@ -162,6 +185,51 @@ impl Shared {
             let st = lock(m);
             st.injected - st.completed
         })
+    }
+
+    /// Has device `d` an ISR pending (injected, its ISR not yet at its
+    /// EOI)? The guest's ISR publishes how far it saw (`DV_SEEN`) before
+    /// its EOI; a later injection raises the vector again.
+    pub fn isr_pending(&self, d: usize) -> bool {
+        let prod = self.devs.get(d).map_or(0, |m| lock(m).prod);
+        prod > self.vm.load(dev(d, DV_SEEN)).unwrap_or(0)
+    }
+
+    /// VINT §V-B, nested interrupt handling (Figure 3): the device whose
+    /// pseudo-VCPU the guest runs on now, or `None` for the VCPU's own
+    /// server. Among the managed interrupts whose pseudo-VCPU is ready
+    /// (`active`) and which are not completed: the most urgent one with
+    /// its ISR pending (the guest runs the most urgent pending ISR first;
+    /// at each EOI the next pending one takes over), else the most urgent
+    /// one still being handled (its DSR: the pseudo-VCPUs' order follows
+    /// the DSR tasks', so this is the DSR the guest runs).
+    pub fn wanted(&self) -> Option<usize> {
+        let mut isr: Option<(u64, usize)> = None;
+        let mut any: Option<(u64, usize)> = None;
+        for (d, r) in self.ranks.iter().enumerate() {
+            let Some(r) = *r else { continue };
+            if !self.active[d].load(Ordering::SeqCst) || self.outstanding(d) == 0 {
+                continue;
+            }
+            if self.isr_pending(d) && isr.is_none_or(|(b, _)| r < b) {
+                isr = Some((r, d));
+            }
+            if any.is_none_or(|(b, _)| r < b) {
+                any = Some((r, d));
+            }
+        }
+        isr.or(any).map(|(_, d)| d)
+    }
+
+    /// The answer of `wanted` may have changed: wake the threads waiting
+    /// for the guest, and kick the runner if it is not the one wanted.
+    pub fn reschedule(&self) {
+        self.handoff.1.notify_all();
+        let want = self.wanted().unwrap_or(RUNNER_VCPU);
+        let now = self.runner.load(Ordering::SeqCst);
+        if now != RUNNER_NONE && now != want {
+            self.kick();
+        }
     }
 
     pub fn fail(&self, e: VmmError) {
@@ -212,6 +280,24 @@ impl Shared {
         }
     }
 }
+
+/// `Shared::runner` when nobody holds the guest.
+pub(crate) const RUNNER_NONE: usize = usize::MAX;
+/// `Shared::runner` when the VCPU's own thread holds it.
+pub(crate) const RUNNER_VCPU: usize = usize::MAX - 1;
+
+/// A stretch in which one thread ran the guest (host ns).
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct RunnerSlice {
+    /// `None`: the VCPU's own thread (its server); `Some(d)`: the
+    /// pseudo-VCPU of device `d`.
+    pub pseudo: Option<usize>,
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// Slices kept in the log (the first ones).
+pub(crate) const SLICES: usize = 1 << 17;
 
 /// Signal that kicks the VCPU out of `KVM_RUN` (handler does nothing).
 pub(crate) fn kick_signal() -> libc::c_int {
@@ -311,8 +397,9 @@ impl Vmm {
         }
         install_kick();
         let image = cfg.image.as_deref().unwrap_or(crate::GUEST_ELF);
-        let vm = Vm::new(image)?;
+        let mut vm = Vm::new(image, cfg.irqchip)?;
         let vcpu = vm.create_vcpu()?;
+        vm.set_lines(&vec![0; cfg.devices.len()], cfg.injection)?;
         let khz = vcpu
             .get_tsc_khz()
             .map_err(VmmError::kvm("KVM_GET_TSC_KHZ"))? as u64;
@@ -369,8 +456,14 @@ impl Vmm {
             ready: AtomicBool::new(false),
             runner_tid: AtomicI32::new(0),
             kvm_run: AtomicUsize::new(kvm_run),
-            p_want: AtomicUsize::new(0),
+            ranks: (0..ndev)
+                .map(|d| cfg.vint.get(d).copied().flatten().map(|p| p.rank))
+                .collect(),
+            active: (0..ndev).map(|_| AtomicBool::new(false)).collect(),
+            runner: AtomicUsize::new(RUNNER_NONE),
             handoff: (Mutex::new(()), Condvar::new()),
+            slices: Mutex::new(Vec::new()),
+            eois: (0..ndev).map(|_| AtomicU64::new(0)).collect(),
             pseudo: (0..ndev).map(|_| OnceLock::new()).collect(),
             releaser: OnceLock::new(),
             parks: Mutex::new(Vec::new()),
@@ -441,6 +534,7 @@ impl Vmm {
                 let (n, injected) = crate::host::physical_isr(&sh, d, ev.arrival);
                 if let (true, Some(t)) = (injected, sh.pseudo[d].get()) {
                     ev.wake(*t);
+                    sh.reschedule();
                 }
                 n
             })?;
@@ -502,6 +596,10 @@ impl Vmm {
     pub fn ping_done(&self) -> bool {
         self.shared.vm.load(shared(S_PING_TSC)).unwrap_or(0) != 0
     }
+    /// The guest-physical word at `addr` now (`None` outside memory).
+    pub fn guest_word(&self, addr: u64) -> Option<u64> {
+        self.shared.vm.load(addr).ok()
+    }
     /// Events of device `d` the guest completed so far.
     pub fn completed(&self, d: usize) -> u64 {
         self.shared.devs.get(d).map_or(0, |m| lock(m).completed)
@@ -540,10 +638,21 @@ impl Vmm {
         let mut events = Vec::new();
         for (d, m) in sh.devs.iter().enumerate() {
             let mut st = lock(m);
+            // The guest stamps an ISR's end on the last descriptor it saw:
+            // give it to every descriptor with that ISR's entry stamp.
+            let mut group = (0, 0);
+            for e in st.records.iter_mut().rev() {
+                if e.raw[3] != 0 {
+                    group = (e.raw[0], e.raw[3]);
+                } else if e.raw[0] != 0 && e.raw[0] == group.0 {
+                    e.raw[3] = group.1;
+                }
+            }
             for e in st.records.iter_mut() {
                 e.isr_ns = conv(e.raw[0]);
                 e.dsr_start_ns = conv(e.raw[1]);
                 e.dsr_end_ns = conv(e.raw[2]);
+                e.isr_end_ns = conv(e.raw[3]);
             }
             let g = (
                 sh.vm.load(dev(d, DV_ISR)).unwrap_or(0),
@@ -579,7 +688,9 @@ impl Vmm {
                 intr: sh.exits_intr.load(Ordering::Relaxed),
                 pseudo_slices: sh.pseudo_slices.load(Ordering::Relaxed),
                 reraises: sh.reraises.load(Ordering::Relaxed),
+                ioapic_eoi: sh.eois.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
             },
+            runner_slices: lock(&sh.slices).clone(),
             vcpu_parks: lock(&sh.parks).clone(),
             devices,
             events,
@@ -658,6 +769,9 @@ pub struct VmmReport {
     /// Intervals (host clock) in which the VCPU thread was parked: its
     /// server out of budget.
     pub vcpu_parks: Vec<(u64, u64)>,
+    /// Who ran the guest when: the VCPU's own thread or a pseudo-VCPU's
+    /// (the first 131072 stretches).
+    pub runner_slices: Vec<RunnerSlice>,
     /// The guest's scheduler: timer, periodic tasks, their jobs.
     pub guest: GuestSchedReport,
     pub runtime: Option<irqlab_rt::Report>,

@@ -34,7 +34,7 @@ use kvm_ioctls::{VcpuExit, VcpuFd};
 
 use crate::abi::*;
 use crate::error::{exception_name, VmmError};
-use crate::machine::{kick_signal, lock, Shared};
+use crate::machine::{kick_signal, lock, RunnerSlice, Shared, RUNNER_NONE, RUNNER_VCPU, SLICES};
 use crate::vm::tsc_sample;
 
 fn guarded_signals() -> libc::sigset_t {
@@ -95,6 +95,20 @@ enum Role {
     Pseudo(usize),
 }
 
+/// Wait on the handoff condition while `wait()` holds (1 ms timeouts: a
+/// missed notification costs at most that).
+fn wait_while(sh: &Shared, wait: impl Fn() -> bool) {
+    let mut g = lock(&sh.handoff.0);
+    while wait() && !sh.stopping() {
+        g = sh
+            .handoff
+            .1
+            .wait_timeout(g, Duration::from_millis(1))
+            .map(|r| r.0)
+            .unwrap_or_else(|e| e.into_inner().0);
+    }
+}
+
 /// The VCPU's own thread (a managed thread of the VCPU server).
 pub(crate) fn vcpu_body(sh: &Arc<Shared>, ctx: &TaskCtx) {
     block_signals();
@@ -104,17 +118,7 @@ pub(crate) fn vcpu_body(sh: &Arc<Shared>, ctx: &TaskCtx) {
     }
     while !sh.stopping() {
         // A pseudo-VCPU that wants the guest goes first.
-        {
-            let mut g = lock(&sh.handoff.0);
-            while sh.p_want.load(Ordering::SeqCst) > 0 && !sh.stopping() {
-                g = sh
-                    .handoff
-                    .1
-                    .wait_timeout(g, Duration::from_millis(1))
-                    .map(|r| r.0)
-                    .unwrap_or_else(|e| e.into_inner().0);
-            }
-        }
+        wait_while(sh, || sh.wanted().is_some());
         if let Err(e) = slice(sh, Role::Vcpu) {
             sh.fail(e);
             break;
@@ -127,22 +131,38 @@ pub(crate) fn vcpu_body(sh: &Arc<Shared>, ctx: &TaskCtx) {
     sh.stop.store(true, Ordering::SeqCst);
 }
 
-/// The thread of device `d`'s pseudo-VCPU (a managed thread of its server).
+/// The thread of device `d`'s pseudo-VCPU (a managed thread of its
+/// server): woken by an injection, it runs the guest whenever `wanted`
+/// names it, until every injected instance of its interrupt is completed
+/// (VINT §V-B; a more urgent pending interrupt's pseudo-VCPU takes the
+/// guest over in between, Figure 3).
 pub(crate) fn pseudo_body(sh: &Arc<Shared>, ctx: &TaskCtx, d: usize) {
     block_signals();
     while ctx.wait_wake() {
         while !sh.stopping() && sh.outstanding(d) > 0 {
-            sh.p_want.fetch_add(1, Ordering::SeqCst);
-            sh.kick();
+            sh.active[d].store(true, Ordering::SeqCst);
+            sh.reschedule();
+            wait_while(sh, || sh.wanted() != Some(d) && sh.outstanding(d) > 0);
+            if sh.wanted() != Some(d) {
+                continue;
+            }
             let r = slice(sh, Role::Pseudo(d));
-            sh.p_want.fetch_sub(1, Ordering::SeqCst);
-            sh.handoff.1.notify_all();
             if let Err(e) = r {
                 sh.fail(e);
                 return;
             }
+            if let Ok(false) = r {
+                continue; // handed over: no signal, no park to take
+            }
+            // Interrupted by a signal: perhaps the supervisor's park (out
+            // of budget). Not ready while parked: the VCPU (or another
+            // pseudo-VCPU) goes on meanwhile.
+            sh.active[d].store(false, Ordering::SeqCst);
+            sh.handoff.1.notify_all();
             after_slice(sh, ctx, false);
         }
+        sh.active[d].store(false, Ordering::SeqCst);
+        sh.handoff.1.notify_all();
     }
 }
 
@@ -173,38 +193,65 @@ enum Step {
 }
 
 /// Hold the token and run the guest until the role's reason to stop.
-fn slice(sh: &Shared, role: Role) -> Result<(), VmmError> {
+/// `Ok(true)`: `KVM_RUN` was interrupted by a signal (a park or a kick);
+/// `Ok(false)`: the guest was handed over or the role has nothing to do.
+fn slice(sh: &Shared, role: Role) -> Result<bool, VmmError> {
     let mut vcpu = lock(&sh.vcpu);
     sh.runner_tid
         .store(irqlab_rt::sys::gettid(), Ordering::SeqCst);
+    sh.runner.store(
+        match role {
+            Role::Vcpu => RUNNER_VCPU,
+            Role::Pseudo(d) => d,
+        },
+        Ordering::SeqCst,
+    );
     if !sh.stopping() {
         vcpu.set_kvm_immediate_exit(0);
     }
     if let Role::Pseudo(_) = role {
         sh.pseudo_slices.fetch_add(1, Ordering::Relaxed);
     }
+    let t0 = irqlab_rt::sys::now();
     let r = run(sh, &mut vcpu, role);
+    let t1 = irqlab_rt::sys::now();
+    sh.runner.store(RUNNER_NONE, Ordering::SeqCst);
     sh.runner_tid.store(0, Ordering::SeqCst);
+    drop(vcpu);
+    sh.handoff.1.notify_all();
+    let mut l = lock(&sh.slices);
+    if l.len() < SLICES && t1 > t0 {
+        l.push(RunnerSlice {
+            pseudo: match role {
+                Role::Vcpu => None,
+                Role::Pseudo(d) => Some(d),
+            },
+            start_ns: t0.0,
+            end_ns: t1.0,
+        });
+    }
     r
 }
 
-fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<(), VmmError> {
+fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<bool, VmmError> {
     loop {
         if let Some((what, ms)) = lock(&sh.hang).take() {
             let rip = Some(rip(vcpu));
             return Err(VmmError::GuestHung { what, ms, rip });
         }
         if sh.stopping() {
-            return Ok(());
+            return Ok(false);
         }
-        match role {
-            Role::Vcpu if sh.p_want.load(Ordering::SeqCst) > 0 => return Ok(()),
-            Role::Pseudo(d) if sh.outstanding(d) == 0 => return Ok(()),
-            _ => {}
+        let keep = match role {
+            Role::Vcpu => sh.wanted().is_none(),
+            Role::Pseudo(d) => sh.wanted() == Some(d),
+        };
+        if !keep {
+            return Ok(false);
         }
         match exit(sh, vcpu) {
             Step::Go => {}
-            Step::Yield => return Ok(()),
+            Step::Yield => return Ok(true),
             Step::Done(d) => {
                 sh.exits_done.fetch_add(1, Ordering::Relaxed);
                 let (Some(m), Some(b)) = (sh.devs.get(d), sh.backings.get(d)) else {
@@ -254,7 +301,7 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                     // the guest would never see those events. Raise each
                     // device with published descriptors once more.
                     for (d, m) in sh.devs.iter().enumerate() {
-                        if lock(m).prod > 0 && sh.vm.inject(VEC_BASE + d as u8).is_err() {
+                        if lock(m).prod > 0 && sh.vm.raise(d).is_err() {
                             lock(m).inject_errors += 1;
                         }
                     }
@@ -304,6 +351,17 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                 data,
                 rip,
             }))
+        }
+        Ok(VcpuExit::IoapicEoi(v)) => {
+            // Split irqchip: the guest's LAPIC EOI of a device vector (its
+            // ISR ended, VINT §V-B). The next `wanted` sees DV_SEEN.
+            if let Some(c) = v
+                .checked_sub(VEC_BASE)
+                .and_then(|d| sh.eois.get(d as usize))
+            {
+                c.fetch_add(1, Ordering::Relaxed);
+            }
+            Step::Go
         }
         Ok(VcpuExit::Intr) => {
             sh.exits_intr.fetch_add(1, Ordering::Relaxed);

@@ -28,6 +28,54 @@ pub struct Vm {
     pub entry: u64,
     /// `KVM_CAP_HALT_POLL` set to 0 (halt polling off for this VM).
     pub halt_poll_off: bool,
+    /// How each device's interrupt reaches the LAPIC (index = device).
+    pub(crate) lines: Vec<Line>,
+    pub irqchip: Irqchip,
+}
+
+/// The in-kernel interrupt controller.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Irqchip {
+    /// `KVM_CREATE_IRQCHIP`: LAPIC, IOAPIC and PIC in the kernel. The
+    /// guest's LAPIC EOI is handled there, unseen by the VMM.
+    #[default]
+    Kernel,
+    /// `KVM_CAP_SPLIT_IRQCHIP`: the LAPIC in the kernel, no IOAPIC. Each
+    /// device's MSI is also a level-triggered route on GSI `d` (below
+    /// `SPLIT_PINS`), which puts its vector in KVM's set of "IOAPIC"
+    /// vectors: the guest's EOI of it exits to the VMM
+    /// (`KVM_EXIT_IOAPIC_EOI`), the hypervisor trapping the EOI that
+    /// VINT §V-B's nested handling switches at.
+    Split,
+}
+
+/// MSI data bits 15 (level-triggered) and 14 (assert).
+const LEVEL_ASSERT: u32 = 0xc000;
+
+/// Routes reserved for the (absent) user-space IOAPIC in split mode.
+const SPLIT_PINS: u32 = 24;
+
+/// How the VMM injects a device's virtual interrupt into the in-kernel
+/// LAPIC.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Injection {
+    /// `KVM_SIGNAL_MSI` from the injecting thread (one ioctl per event).
+    #[default]
+    Msi,
+    /// An eventfd per device bound to a GSI (`KVM_IRQFD`) whose route
+    /// (`KVM_SET_GSI_ROUTING`) is the device's MSI: the injecting thread
+    /// writes the eventfd, the kernel's irqfd worker injects.
+    Irqfd,
+}
+
+/// One device's interrupt line: its MSI (vector, destination LAPIC) and,
+/// with [`Injection::Irqfd`], the eventfd bound to GSI `d`.
+pub(crate) struct Line {
+    pub vector: u8,
+    pub dest: u8,
+    pub irqfd: Option<vmm_sys_util::eventfd::EventFd>,
 }
 
 /// Open /dev/kvm; the error carries the kernel's reason (ENOENT, EACCES...).
@@ -36,8 +84,9 @@ pub fn open_kvm() -> Result<Kvm, VmmError> {
 }
 
 impl Vm {
-    /// Create the VM: memory, in-kernel irqchip, the guest image loaded.
-    pub fn new(image: &[u8]) -> Result<Vm, VmmError> {
+    /// Create the VM: memory, in-kernel irqchip (whole, or split), the
+    /// guest image loaded.
+    pub fn new(image: &[u8], irqchip: Irqchip) -> Result<Vm, VmmError> {
         let img = elf::parse(image)?;
         let kvm = open_kvm()?;
         for (cap, name) in [
@@ -70,8 +119,20 @@ impl Vm {
             .map_err(VmmError::kvm("KVM_SET_USER_MEMORY_REGION"))?;
         fd.set_tss_address(0xfffb_d000)
             .map_err(VmmError::kvm("KVM_SET_TSS_ADDR"))?;
-        fd.create_irq_chip()
-            .map_err(VmmError::kvm("KVM_CREATE_IRQCHIP"))?;
+        match irqchip {
+            Irqchip::Kernel => fd
+                .create_irq_chip()
+                .map_err(VmmError::kvm("KVM_CREATE_IRQCHIP"))?,
+            Irqchip::Split => {
+                let mut cap = kvm_bindings::kvm_enable_cap {
+                    cap: kvm_bindings::KVM_CAP_SPLIT_IRQCHIP,
+                    ..Default::default()
+                };
+                cap.args[0] = SPLIT_PINS as u64;
+                fd.enable_cap(&cap)
+                    .map_err(VmmError::kvm("KVM_ENABLE_CAP(KVM_CAP_SPLIT_IRQCHIP)"))?;
+            }
+        }
         // No halt polling: a halted guest would otherwise spin in the host
         // kernel (up to halt_poll_ns, 200 us by default) on the VCPU
         // thread's CPU clock, i.e. on the VCPU's budget.
@@ -87,6 +148,8 @@ impl Vm {
             mem,
             entry: img.entry,
             halt_poll_off,
+            lines: Vec::new(),
+            irqchip,
         };
         vm.write_tables()?;
         for s in &img.segments {
@@ -202,12 +265,92 @@ impl Vm {
         Ok(vcpu)
     }
 
-    /// Inject vector `vec` as an MSI to LAPIC 0 (fixed delivery, edge).
-    pub fn inject(&self, vec: u8) -> Result<i32, VmmError> {
+    /// Declare the devices' interrupt lines: device `d` raises vector
+    /// `VEC_BASE + d` at LAPIC `dests[d]` (fixed delivery, physical
+    /// destination), by `how`. With irqfd or the split irqchip: one MSI
+    /// route per device (GSI `d`; level-triggered when split, see
+    /// [`Irqchip::Split`]); with irqfd an eventfd bound to it. Call it
+    /// after creating the VCPUs (KVM computes each VCPU's EOI-exit vectors
+    /// from the routes when they change).
+    pub fn set_lines(&mut self, dests: &[u8], how: Injection) -> Result<(), VmmError> {
+        let msi = |d: usize, dest: u8| {
+            (
+                LAPIC_ADDR as u32 | (u32::from(dest) << 12),
+                VEC_BASE as u32 + d as u32,
+            )
+        };
+        let mut lines = Vec::new();
+        let mut routes = Vec::new();
+        for (d, &dest) in dests.iter().enumerate() {
+            if how == Injection::Irqfd || self.irqchip == Irqchip::Split {
+                let mut e = kvm_bindings::kvm_irq_routing_entry {
+                    gsi: d as u32,
+                    type_: kvm_bindings::KVM_IRQ_ROUTING_MSI,
+                    ..Default::default()
+                };
+                let (addr, mut data) = msi(d, dest);
+                if self.irqchip == Irqchip::Split {
+                    data |= LEVEL_ASSERT;
+                }
+                (e.u.msi.address_lo, e.u.msi.data) = (addr, data);
+                routes.push(e);
+            }
+            let irqfd = if how == Injection::Irqfd {
+                Some(
+                    vmm_sys_util::eventfd::EventFd::new(libc::EFD_NONBLOCK)
+                        .map_err(VmmError::io("eventfd"))?,
+                )
+            } else {
+                None
+            };
+            lines.push(Line {
+                vector: VEC_BASE + d as u8,
+                dest,
+                irqfd,
+            });
+        }
+        if !routes.is_empty() {
+            let r = kvm_bindings::KvmIrqRouting::from_entries(&routes)
+                .map_err(|e| VmmError::Memory(format!("GSI routing table: {e:?}")))?;
+            self.fd
+                .set_gsi_routing(&r)
+                .map_err(VmmError::kvm("KVM_SET_GSI_ROUTING"))?;
+            for (d, l) in lines.iter().enumerate() {
+                if let Some(e) = &l.irqfd {
+                    self.fd
+                        .register_irqfd(e, d as u32)
+                        .map_err(VmmError::kvm("KVM_IRQFD"))?;
+                }
+            }
+        }
+        self.lines = lines;
+        Ok(())
+    }
+
+    /// Raise device `d`'s interrupt (see [`Vm::set_lines`]).
+    pub fn raise(&self, d: usize) -> Result<(), VmmError> {
+        let Some(l) = self.lines.get(d) else {
+            return Err(VmmError::config("device", d, "has no interrupt line"));
+        };
+        match &l.irqfd {
+            Some(e) => e.write(1).map_err(VmmError::io("irqfd write")),
+            None => self.inject_msi(l.vector, l.dest).map(|_| ()),
+        }
+    }
+
+    /// Inject vector `vec` as an MSI to LAPIC `dest` (fixed delivery,
+    /// physical destination; level-triggered with the split irqchip, as its
+    /// route, else edge) through `KVM_SIGNAL_MSI`.
+    pub fn inject_msi(&self, vec: u8, dest: u8) -> Result<i32, VmmError> {
+        let level = if self.irqchip == Irqchip::Split {
+            LEVEL_ASSERT
+        } else {
+            0
+        };
         let msi = kvm_msi {
-            address_lo: LAPIC_ADDR as u32,
+            address_lo: LAPIC_ADDR as u32 | (u32::from(dest) << 12),
             address_hi: 0,
-            data: vec as u32,
+            data: vec as u32 | level,
             ..Default::default()
         };
         self.fd

@@ -10,12 +10,13 @@
 //!   [--seconds S] [--summary]` -- VINT Figure 12's decoder under an
 //!   interrupt storm on this VMM (JSON; `--summary`: one line);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
-//!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US]` -- boot the
+//!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd]` -- boot the
 //!   guest with a UDP NIC, send N datagrams one at a time (at least
 //!   `--interval` apart), print the report (JSON) with every
 //!   stage's latency and the servers' CPU time (`--summary`: one line). `--busy`: the guest computes in the background; `--vint`:
 //!   the NIC's interrupt is managed by vINT (pseudo-VCPU with `T_p = T_i`,
-//!   Eq. 1 budget, sporadic, rank 1).
+//!   Eq. 1 budget, sporadic, rank 1); `--irqfd`: inject through irqfd
+//!   instead of `KVM_SIGNAL_MSI`.
 //!
 //! Design principle: thin; every behaviour lives in the library.
 
@@ -89,6 +90,11 @@ fn echo(args: &[String]) -> Result<(), String> {
         dsr_cost: Nanos::from_us(arg(args, "--dsr-cost")?.unwrap_or(0)),
         flags: busy,
         vint: vec![vint],
+        injection: if args.iter().any(|a| a == "--irqfd") {
+            irqlab_vmm::Injection::Irqfd
+        } else {
+            irqlab_vmm::Injection::Msi
+        },
         ..Default::default()
     };
     if let Some(c) = arg(args, "--cpu")? {
@@ -130,12 +136,13 @@ fn echo(args: &[String]) -> Result<(), String> {
         let us = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.0}", v as f64 / 1e3));
         let r = irqlab_rt::report::Latency::of(&rtt);
         println!(
-            "vINT {:<3} | round trip p50 {:>6} us p99 {:>6} us | event -> guest ISR p50 {:>6} us p99 {:>6} us | received {} injected {} completed {} | {}",
+            "vINT {:<3} | round trip p50 {:>6} us p99 {:>6} us | event -> guest ISR p50 {:>6} us p99 {:>6} us max {:>6} us | received {} injected {} completed {} | {}",
             if vint.is_some() { "on" } else { "off" },
             us(r.p50),
             us(r.p99),
             us(d.to_isr.p50),
             us(d.to_isr.p99),
+            us(d.to_isr.max),
             d.received,
             d.injected,
             d.completed,
@@ -505,7 +512,7 @@ fn main() -> ExitCode {
         Some("rtt") => rtt(&args[1..]),
         Some("model") => model(&args[1..]),
         Some("storm") => storm(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--summary]".into()),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
