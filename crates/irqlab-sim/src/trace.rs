@@ -133,6 +133,8 @@ pub struct Trace {
     /// Number of CPUs and, per server, its CPU and name.
     pub(crate) cpus: usize,
     pub(crate) servers: Vec<(usize, String)>,
+    /// Per CPU, the name of its process (`cpu_labels`; default "CPU n").
+    pub(crate) labels: Vec<String>,
     open: HashMap<u64, OpenFlow>,
     next_id: u64,
     /// Latest event time recorded (slices are written when they close,
@@ -166,6 +168,7 @@ impl PartialEq for Trace {
             && self.max_events == o.max_events
             && self.cpus == o.cpus
             && self.servers == o.servers
+            && self.labels == o.labels
             && self.names == o.names
             && key(self) == key(o)
     }
@@ -220,6 +223,7 @@ impl Trace {
             ids: HashMap::new(),
             cpus: 0,
             servers: Vec::new(),
+            labels: Vec::new(),
             open: HashMap::new(),
             next_id: 0,
             latest: 0,
@@ -294,6 +298,21 @@ impl Trace {
     pub fn names(&mut self, cpus: usize, servers: &[(usize, String)]) {
         self.cpus = cpus;
         self.servers = servers.to_vec();
+    }
+
+    /// Name the "CPUs" otherwise (a trace of something other than the
+    /// simulator, e.g. the real VMM's host and guest): `labels[c]` replaces
+    /// "CPU c" in the process names.
+    pub fn cpu_labels(&mut self, labels: &[String]) {
+        self.labels = labels.to_vec();
+    }
+
+    /// The process name of CPU `c`.
+    pub(crate) fn label(&self, c: usize) -> String {
+        self.labels
+            .get(c)
+            .cloned()
+            .unwrap_or_else(|| format!("CPU {c}"))
     }
 
     /// A thread of `server` ran on `cpu` in `[start, end)`.
@@ -482,9 +501,10 @@ impl Trace {
         if self.enabled {
             for c in 0..self.cpus {
                 sep(w, &mut first)?;
-                write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{c},\"args\":{{\"name\":\"CPU {c}\"}}}}")?;
+                let l = self.label(c);
+                write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{c},\"args\":{{\"name\":{}}}}}", esc(&l))?;
                 sep(w, &mut first)?;
-                write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":\"servers on CPU {c}\"}}}}", 1000 + c)?;
+                write!(w, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}", 1000 + c, esc(&format!("servers on {l}")))?;
             }
             for (i, (cpu, _)) in self.servers.iter().enumerate() {
                 sep(w, &mut first)?;

@@ -25,6 +25,7 @@ pub mod machine;
 pub mod model;
 pub mod probe;
 pub mod tasks;
+pub mod trace;
 mod vcpu;
 pub mod vint;
 pub mod vm;

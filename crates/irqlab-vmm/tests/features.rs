@@ -220,3 +220,134 @@ fn a_more_urgent_managed_interrupt_nests_on_its_own_pseudo_vcpu() {
         r.exits
     );
 }
+
+/// The trace of a real run (`irqlab_vmm::trace`, the simulator's writer):
+/// it parses, has the host, guest and runner processes and a track per
+/// server, and draws every event -- one physical ISR and one DSR slice per
+/// completed event, one guest ISR slice per distinct ISR, an injection
+/// flow per event into its guest ISR, a slice per guest job and per
+/// runner stretch -- with each DSR inside the guest's time line and after
+/// its ISR.
+#[test]
+fn a_run_traces_host_guest_and_runners() {
+    use irqlab_core::Nanos;
+    use irqlab_vmm::abi::FLAG_BUSY;
+    use irqlab_vmm::{GuestTask, PseudoVcpu, Replenish, VcpuServer};
+    require_kvm!();
+    let ms = Nanos::from_ms;
+    let vmm = common::start(VmmConfig {
+        vcpu: VcpuServer::Sporadic {
+            budget: ms(4),
+            period: ms(10),
+        },
+        flags: FLAG_BUSY,
+        devices: vec![nic("nic")],
+        dsr_cost: Nanos::from_us(100),
+        vint: vec![Some(PseudoVcpu {
+            budget: ms(2),
+            period: ms(10),
+            min_interarrival: ms(1),
+            policy: Replenish::Sporadic,
+            rank: 1,
+        })],
+        tasks: vec![GuestTask {
+            name: "decoder".into(),
+            priority: 5,
+            period: ms(20),
+            wcet: ms(2),
+            offset: ms(1),
+        }],
+        ..Default::default()
+    });
+    let addr = vmm.device_addr(0).expect("NIC address");
+    let client = UdpSocket::bind("127.0.0.1:0").expect("client socket");
+    let n = 30u64;
+    for i in 0..n {
+        client.send_to(&i.to_le_bytes(), addr).expect("send");
+        std::thread::sleep(Duration::from_millis(3));
+    }
+    let Some(vmm) = common::wait_completed(vmm, 0, n, 3) else {
+        return;
+    };
+    let r = common::stop_ok(vmm);
+    let mut out = Vec::new();
+    let cut = irqlab_vmm::trace::write(&r, &mut out, irqlab_sim::TraceFormat::Json, 1 << 20)
+        .expect("trace written");
+    assert!(!cut);
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("the trace is JSON");
+    let ev = v["traceEvents"].as_array().expect("traceEvents");
+    let names: Vec<&str> = ev
+        .iter()
+        .filter(|e| e["ph"] == "M")
+        .filter_map(|e| e["args"]["name"].as_str())
+        .collect();
+    for want in [
+        "host: top half",
+        "guest VCPU 0",
+        "VCPU 0 runners",
+        "servers on VCPU 0 runners",
+        "vcpu0",
+        "pseudo-nic",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    let slices = |cat: &str| -> Vec<&serde_json::Value> {
+        ev.iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == cat)
+            .collect()
+    };
+    let isrs: std::collections::HashSet<u64> = r.events.iter().map(|e| e.isr_ns).collect();
+    assert_eq!(slices("physical isr").len() as u64, n);
+    assert_eq!(slices("dsr").len() as u64, n);
+    assert_eq!(slices("isr").len(), isrs.len());
+    assert!(isrs.len() as u64 <= r.devices[0].guest_isr_entries);
+    assert_eq!(slices("task").len(), r.guest.jobs.len());
+    assert!(!r.guest.jobs.is_empty(), "the decoder ran");
+    let flows = |ph: &str| ev.iter().filter(|e| e["ph"] == ph).count() as u64;
+    assert_eq!((flows("s"), flows("f")), (n, n));
+    // Runner stretches: on the runners' CPU track and on the servers'.
+    let on = |pid: u64, tid: u64| {
+        ev.iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["tid"] == tid)
+            .count()
+    };
+    let pseudo = r
+        .runner_slices
+        .iter()
+        .filter(|s| s.pseudo.is_some())
+        .count();
+    assert!(pseudo > 0, "the pseudo-VCPU ran the guest");
+    assert_eq!(on(1002, 1), pseudo);
+    assert_eq!(on(1002, 0), r.runner_slices.len() - pseudo);
+    assert_eq!(on(2, 0), r.runner_slices.len());
+    // Guest slices: every DSR after the ISR that found its event.
+    let ts = |e: &serde_json::Value| e["ts"].as_f64().expect("ts");
+    let dsr0 = slices("dsr").iter().map(|e| ts(e)).fold(f64::MAX, f64::min);
+    let isr0 = slices("isr").iter().map(|e| ts(e)).fold(f64::MAX, f64::min);
+    assert!(isr0 < dsr0, "first ISR {isr0} us, first DSR {dsr0} us");
+    // Slices on each CPU track nest or are disjoint (one guest stack; the
+    // top half clipped; one runner at a time).
+    for pid in 0..3u64 {
+        let mut xs: Vec<(f64, f64)> = ev
+            .iter()
+            .filter(|e| e["ph"] == "X" && e["pid"] == pid && e["tid"] == 0)
+            .map(|e| (ts(e), ts(e) + e["dur"].as_f64().expect("dur")))
+            .collect();
+        xs.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let mut open: Vec<(f64, f64)> = Vec::new();
+        for x in xs {
+            while open.last().is_some_and(|o| o.1 <= x.0) {
+                open.pop();
+            }
+            if let Some(o) = open.last() {
+                assert!(x.1 <= o.1 + 1e-6, "process {pid}: {x:?} overlaps {o:?}");
+            }
+            open.push(x);
+        }
+    }
+    // The protobuf form is written too.
+    let mut pb = Vec::new();
+    irqlab_vmm::trace::write(&r, &mut pb, irqlab_sim::TraceFormat::Perfetto, 1 << 20)
+        .expect("protobuf written");
+    assert!(pb.len() > 100 && pb[0] == 0x0a, "a Trace of TracePackets");
+}

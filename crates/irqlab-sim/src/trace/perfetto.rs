@@ -172,30 +172,19 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
     };
     if t.enabled {
         for c in 0..t.cpus as u64 {
-            p.track(
-                cpu_process(c),
-                &format!("CPU {c}"),
-                Some(1_000_000 + c),
-                None,
-                false,
-            )?;
-            p.track(
-                cpu_track(c, 0),
-                &format!("CPU {c}"),
-                None,
-                Some(cpu_process(c)),
-                false,
-            )?;
+            let l = t.label(c as usize);
+            p.track(cpu_process(c), &l, Some(1_000_000 + c), None, false)?;
+            p.track(cpu_track(c, 0), &l, None, Some(cpu_process(c)), false)?;
             p.track(
                 cpu_track(c, 1),
-                &format!("CPU {c} VCPU switches"),
+                &format!("{l} VCPU switches"),
                 None,
                 Some(cpu_process(c)),
                 false,
             )?;
             p.track(
                 server_process(c),
-                &format!("servers on CPU {c}"),
+                &format!("servers on {l}"),
                 Some(2_000_000 + c),
                 None,
                 false,

@@ -2,7 +2,7 @@
 //!
 //! * `irqlab-vmm probe` -- which KVM features work here (JSON lines);
 //! * `irqlab-vmm exits` -- the guest times 10,000 port-I/O exit round trips;
-//! * `irqlab-vmm model FILE.yaml [--seconds S]` -- a hypervisor model of
+//! * `irqlab-vmm model FILE.yaml [--seconds S] [--trace FILE]` -- a hypervisor model of
 //!   `irqlab-model` on the VMM (see `irqlab_vmm::model`), JSON;
 //! * `irqlab-vmm rtt --scheme baseline|baseline_1ms|vint [--seconds S]` --
 //!   VINT Figure 10's UDP round trips on this VMM (JSON);
@@ -10,13 +10,15 @@
 //!   [--seconds S] [--summary]` -- VINT Figure 12's decoder under an
 //!   interrupt storm on this VMM (JSON; `--summary`: one line);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
-//!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd]` -- boot the
+//!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--trace FILE]` -- boot the
 //!   guest with a UDP NIC, send N datagrams one at a time (at least
 //!   `--interval` apart), print the report (JSON) with every
 //!   stage's latency and the servers' CPU time (`--summary`: one line). `--busy`: the guest computes in the background; `--vint`:
 //!   the NIC's interrupt is managed by vINT (pseudo-VCPU with `T_p = T_i`,
 //!   Eq. 1 budget, sporadic, rank 1); `--irqfd`: inject through irqfd
-//!   instead of `KVM_SIGNAL_MSI`.
+//!   instead of `KVM_SIGNAL_MSI`;
+//! * `--trace FILE` (echo, model): the run's Perfetto trace (`irqlab_vmm::trace`;
+//!   `.json`: trace-event JSON, else Perfetto protobuf).
 //!
 //! Design principle: thin; every behaviour lives in the library.
 
@@ -42,6 +44,33 @@ fn arg(args: &[String], name: &str) -> Result<Option<u64>, String> {
 }
 
 /// Start the VMM and wait for the guest to boot.
+/// `--trace FILE`: write the run's Perfetto trace (`.json`: Chrome /
+/// Perfetto JSON; anything else: Perfetto protobuf) and say so on stderr.
+fn trace(args: &[String], r: &irqlab_vmm::VmmReport) -> Result<(), String> {
+    let Some(i) = args.iter().position(|a| a == "--trace") else {
+        return Ok(());
+    };
+    let path = args.get(i + 1).ok_or("--trace FILE")?;
+    let format = if path.ends_with(".json") {
+        irqlab_sim::TraceFormat::Json
+    } else {
+        irqlab_sim::TraceFormat::Perfetto
+    };
+    let f = std::fs::File::create(path).map_err(|e| format!("--trace {path}: {e}"))?;
+    let mut w = std::io::BufWriter::new(f);
+    let cut = irqlab_vmm::trace::write(r, &mut w, format, 2_000_000)
+        .map_err(|e| format!("--trace {path}: {e}"))?;
+    eprintln!(
+        "trace written to {path}{}",
+        if cut {
+            " (cut at 2,000,000 events)"
+        } else {
+            ""
+        }
+    );
+    Ok(())
+}
+
 fn boot(cfg: VmmConfig) -> Result<Vmm, String> {
     let vmm = Vmm::start(cfg).map_err(|e| e.to_string())?;
     if !vmm.wait_for(Duration::from_secs(10), |v| v.ready()) {
@@ -131,6 +160,7 @@ fn echo(args: &[String]) -> Result<(), String> {
         }
     }
     let s = vmm.stop();
+    trace(args, &s.report)?;
     if args.iter().any(|a| a == "--summary") {
         let d = &s.report.devices[0];
         let us = |v: Option<u64>| v.map_or("-".to_string(), |v| format!("{:.0}", v as f64 / 1e3));
@@ -440,6 +470,7 @@ fn model(args: &[String]) -> Result<(), String> {
     let sent: Vec<u64> = senders.into_iter().map(|h| h.join().unwrap_or(0)).collect();
     std::thread::sleep(Duration::from_millis(100));
     let s = vmm.stop();
+    trace(args, &s.report)?;
     let mut devices = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
     strip_histograms(&mut devices);
     let mut tasks = serde_json::to_value(&s.report.guest.tasks).map_err(|e| e.to_string())?;
@@ -512,7 +543,7 @@ fn main() -> ExitCode {
         Some("rtt") => rtt(&args[1..]),
         Some("model") => model(&args[1..]),
         Some("storm") => storm(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--summary]".into()),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--trace FILE] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
