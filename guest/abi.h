@@ -22,6 +22,8 @@
 #define NDEV          2
 #define KERNEL_ADDR   0x100000
 #define STACK_TOP     0x3ff000
+#define AP_STACK_TOP  0x3f0000        /* the second VCPU's stack (the BSP's is above) */
+#define NCPU          2
 #define LAPIC_ADDR    0xfee00000ULL
 
 /* Paravirtual ports (out from the guest, one VM exit each). */
@@ -31,6 +33,8 @@
 #define PORT_READY    0x512   /* dword: boot finished, interrupts enabled */
 #define PORT_EXIT     0x513   /* dword code: the guest asks to stop */
 #define PORT_PING     0x514   /* dword: nothing (exit round-trip measurement) */
+#define PORT_START_AP 0x515   /* dword: start the AP at S_AP_ENTRY (paravirtual start) */
+#define PORT_AP_READY 0x516   /* dword: the AP runs, its LAPIC enabled, interrupts on */
 
 /* Vector of device d's virtual interrupt. */
 #define VEC_BASE      0x40
@@ -72,6 +76,10 @@
 #define S_TASK_T0    14  /* guest: TSC of task time zero (releases: T0 + offset + k * period) */
 #define S_JOBS       15  /* guest: jobs completed (the first JOB_SLOTS are in the job log) */
 #define S_RDTSC_TSC  32  /* guest (FLAG_PING): TSC ticks of PING_COUNT rdtsc */
+#define S_NCPU       33  /* VMM: VCPUs (1 or 2; with 2 the BSP starts the AP) */
+#define S_AP_ENTRY   34  /* guest: the AP's entry point (PORT_START_AP) */
+#define S_AP_LAPIC_ID 35 /* guest (AP): its LAPIC ID + 1 */
+#define S_CPU_ISR    36  /* guest: device ISRs taken per CPU (NCPU words) */
 #define S_DEV        16  /* per device d: S_DEV + d * 8 + ... */
 #define DV_PROD      0   /* VMM: descriptors produced */
 #define DV_CONS      1   /* guest: descriptors completed */

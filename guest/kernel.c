@@ -105,8 +105,18 @@ EXC_ERR(11) EXC_ERR(12) EXC_ERR(13) EXC_ERR(14) EXC(16) EXC_ERR(17) EXC(18) EXC(
  * runs, with interrupts on, every ready job more urgent than what runs now
  * (`cur_prio`, 0 for the background loop), most urgent first (VINT §III's
  * guest: ISRs above every task, DSR tasks and periodic tasks by priority). */
-static volatile u64 cur_prio;
-static volatile u64 dsr_pending[NDEV];
+static volatile u64 cur_prio[NCPU];
+/* Per CPU: the DSRs made ready by ISRs taken on that CPU (a device's MSI
+ * goes to one CPU, so its DSR runs there and nowhere else). */
+static volatile u64 dsr_pending[NCPU][NDEV];
+
+/* Which CPU runs this code: the AP runs on its own stack, below
+ * AP_STACK_TOP (read from RSP: no LAPIC read, which would trap). */
+static inline u64 this_cpu(void) {
+    u64 sp;
+    __asm__ volatile("mov %%rsp, %0" : "=r"(sp));
+    return sp <= AP_STACK_TOP ? 1 : 0;
+}
 static volatile u64 task_pending[NTASK_MAX];
 static u64 task_next[NTASK_MAX]; /* next release, guest TSC */
 static u64 ntask, task_t0;
@@ -153,10 +163,12 @@ static inline volatile u64 *desc(int d, u64 i) {
  * (DV_SEEN), EOI, and leave the work to the DSR. */
 static void isr(int d) {
     u64 t = rdtsc();
+    u64 c = this_cpu();
+    SH[S_CPU_ISR + c] += 1;
     u64 prod = DEV(d, DV_PROD);
     for (u64 i = isr_seen[d]; i < prod; i++) desc(d, i)[D_ISR] = t;
     DEV(d, DV_ISR) += 1;
-    dsr_pending[d] = 1;
+    dsr_pending[c][d] = 1;
     /* One store, not a loop: the ISR runs with interrupts disabled at
      * ~0.5 us per instruction here (docs/vmm.md). The VMM gives the end to
      * every descriptor with this ISR's entry stamp. */
@@ -168,8 +180,8 @@ static void isr(int d) {
 
 /* DSR of device d: the device's work (DV_COST) per descriptor, then the
  * paravirtual EOI (PORT_DONE: the end of handling, VINT Def. 2). */
-static void dsr(int d) {
-    dsr_pending[d] = 0;
+static void dsr(u64 c, int d) {
+    dsr_pending[c][d] = 0;
     DEV(d, DV_DSR) += 1;
     u64 cons = DEV(d, DV_CONS);
     int done = 0;
@@ -207,29 +219,31 @@ static void job(int t) {
 }
 
 static void dispatch(void) {
+    u64 c = this_cpu();
     for (;;) {
         int best = -1;
-        u64 bp = cur_prio;
+        u64 bp = cur_prio[c];
         for (int d = 0; d < NDEV; d++)
-            if (dsr_pending[d] && DEV(d, DV_PRIO) > bp) {
+            if (dsr_pending[c][d] && DEV(d, DV_PRIO) > bp) {
                 best = d;
                 bp = DEV(d, DV_PRIO);
             }
-        for (u64 t = 0; t < ntask; t++)
+        /* Periodic tasks run on the BSP (its LAPIC timer releases them). */
+        for (u64 t = 0; c == 0 && t < ntask; t++)
             if (task_pending[t] && TK(t, TK_PRIO) > bp) {
                 best = NDEV + (int)t;
                 bp = TK(t, TK_PRIO);
             }
         if (best < 0) return;
-        u64 saved = cur_prio;
-        cur_prio = bp;
+        u64 saved = cur_prio[c];
+        cur_prio[c] = bp;
         sti();
         if (best < NDEV)
-            dsr(best);
+            dsr(c, best);
         else
             job(best - NDEV);
         cli();
-        cur_prio = saved;
+        cur_prio[c] = saved;
     }
 }
 
@@ -287,6 +301,27 @@ static void tasks_init(void) {
     SH[S_TIMER_MODE] = 1;
 }
 
+/* Local APIC: software-enable (SVR bit 8, spurious vector 0xff), TPR 0. */
+static void lapic_enable(void) {
+    lapic_write(0x80, 0);
+    lapic_write(0xf0, 0x1ff);
+}
+
+/* ---- the second VCPU (AP) ------------------------------------------------------
+ * Paravirtual start: the BSP writes ap_main's address to S_AP_ENTRY and
+ * asks the VMM (PORT_START_AP); the VMM enters the AP in long mode there
+ * with RSP just below AP_STACK_TOP. The AP shares the IDT, enables its own
+ * LAPIC and then only takes the interrupts routed to it (their ISR and DSR
+ * run on it); periodic tasks stay on the BSP. */
+void ap_main(void) {
+    lidt(idt, sizeof(idt) - 1);
+    lapic_enable();
+    SH[S_AP_LAPIC_ID] = (lapic_read(0x20) >> 24) + 1; /* + 1: 0 means not up */
+    sti();
+    outl(PORT_AP_READY, 1);
+    for (;;) __asm__ volatile("hlt" ::: "memory");
+}
+
 /* ---- main ------------------------------------------------------------------ */
 void kmain(void) {
     puts("irqlab-guest: boot\n");
@@ -304,9 +339,7 @@ void kmain(void) {
     set_gate(TIMER_VEC, irq_timer);
     set_gate(0xff, spurious);
     lidt(idt, sizeof(idt) - 1);
-    /* Local APIC: software-enable (SVR bit 8, spurious vector 0xff), TPR 0. */
-    lapic_write(0x80, 0);
-    lapic_write(0xf0, 0x1ff);
+    lapic_enable();
     puts("irqlab-guest: lapic id ");
     puthex(lapic_read(0x20) >> 24);
     puts(" version ");
@@ -317,6 +350,10 @@ void kmain(void) {
     tasks_init();
     sti();
     outl(PORT_READY, 1);
+    if (SH[S_NCPU] > 1) {
+        SH[S_AP_ENTRY] = (u64)ap_main;
+        outl(PORT_START_AP, 1);
+    }
 
     if (flags & FLAG_FAULT) __asm__ volatile("ud2");
     if (flags & FLAG_HANG) for (;;) __asm__ volatile("cli; pause");

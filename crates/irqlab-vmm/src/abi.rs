@@ -19,6 +19,8 @@ pub const RING_BYTES: u64 = RING_SLOTS * DESC_BYTES;
 pub const NDEV: usize = 2;
 pub const KERNEL_ADDR: u64 = 0x10_0000;
 pub const STACK_TOP: u64 = 0x3f_f000;
+pub const AP_STACK_TOP: u64 = 0x3f_0000;
+pub const NCPU: usize = 2;
 pub const LAPIC_ADDR: u64 = 0xfee0_0000;
 
 pub const PORT_CONSOLE: u16 = 0x3f8;
@@ -27,6 +29,8 @@ pub const PORT_PANIC: u16 = 0x511;
 pub const PORT_READY: u16 = 0x512;
 pub const PORT_EXIT: u16 = 0x513;
 pub const PORT_PING: u16 = 0x514;
+pub const PORT_START_AP: u16 = 0x515;
+pub const PORT_AP_READY: u16 = 0x516;
 
 pub const VEC_BASE: u8 = 0x40;
 
@@ -63,6 +67,10 @@ pub const S_TIMER_IRQS: u64 = 13;
 pub const S_TASK_T0: u64 = 14;
 pub const S_JOBS: u64 = 15;
 pub const S_RDTSC_TSC: u64 = 32;
+pub const S_NCPU: u64 = 33;
+pub const S_AP_ENTRY: u64 = 34;
+pub const S_AP_LAPIC_ID: u64 = 35;
+pub const S_CPU_ISR: u64 = 36;
 pub const S_DEV: u64 = 16;
 pub const DV_PROD: u64 = 0;
 pub const DV_CONS: u64 = 1;

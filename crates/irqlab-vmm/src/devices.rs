@@ -346,6 +346,8 @@ pub struct DeviceReport {
     pub name: String,
     pub kind: &'static str,
     pub vector: u8,
+    /// The guest VCPU its interrupt is routed to.
+    pub vcpu: usize,
     /// Managed by vINT (its events may be held by the injection counter).
     pub managed: bool,
     /// Host events read from the fd.
@@ -404,6 +406,7 @@ impl DeviceReport {
             name: st.name.clone(),
             kind: st.kind,
             vector: VEC_BASE + d as u8,
+            vcpu: 0,
             managed: st.counter.is_some(),
             received: st.received,
             injected: st.injected,

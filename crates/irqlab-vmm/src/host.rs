@@ -121,7 +121,7 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
                 reraised[d] = now;
                 sh.reraises.fetch_add(1, Ordering::Relaxed);
                 let _ = sh.vm.raise(d);
-                sh.kick();
+                sh.kick_all();
             }
         }
         if !sh.ready.load(Ordering::SeqCst) && now.saturating_sub(start) > limit {
@@ -149,7 +149,7 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
         }
         if let Some(what) = hang {
             *lock(&sh.hang) = Some((what, limit.0 / 1_000_000));
-            sh.kick();
+            sh.kick_all();
             // The VCPU thread answers with the guest's RIP; if it cannot
             // (parked for good), fail without it.
             std::thread::sleep(Duration::from_millis(500));

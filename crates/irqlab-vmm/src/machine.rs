@@ -80,6 +80,14 @@ pub struct VmmConfig {
     /// vectors exit to the VMM; VINT §V-B's nested handling switches
     /// pseudo-VCPUs at them).
     pub irqchip: Irqchip,
+    /// Guest VCPUs (1 or 2). With 2 the guest starts its second VCPU (a
+    /// paravirtual start, `vm::start_ap`), which runs in its own server
+    /// ("vcpu1", the same budget and period as "vcpu0", on the second
+    /// managed CPU if there is one).
+    pub vcpus: usize,
+    /// Per device (same index), the VCPU its interrupt is routed to
+    /// (missing: VCPU 0). vINT-managed interrupts go to VCPU 0.
+    pub irq_vcpu: Vec<usize>,
     /// The guest image (default: the kernel built from `guest/`).
     pub image: Option<Vec<u8>>,
 }
@@ -101,6 +109,8 @@ impl Default for VmmConfig {
             console_limit: 64 << 10,
             injection: Injection::Msi,
             irqchip: Irqchip::Kernel,
+            vcpus: 1,
+            irq_vcpu: Vec::new(),
             image: None,
         }
     }
@@ -126,6 +136,8 @@ pub(crate) struct Shared {
     pub vm: Vm,
     /// The guest's VCPU: whoever holds it runs the guest (see `vcpu`).
     pub vcpu: Mutex<VcpuFd>,
+    /// The guest's other VCPUs (APs), each run by its own thread.
+    pub aps: Vec<Ap>,
     pub backings: Vec<Backing>,
     pub devs: Vec<Mutex<DevState>>,
     pub stop: AtomicBool,
@@ -241,6 +253,14 @@ impl Shared {
         self.stop.store(true, Ordering::SeqCst);
     }
 
+    /// Get every VCPU out of `KVM_RUN` (the stop, a hang).
+    pub fn kick_all(&self) {
+        self.kick();
+        for a in &self.aps {
+            a.kick();
+        }
+    }
+
     /// Get the VCPU out of `KVM_RUN`: `immediate_exit` covers a thread about
     /// to enter, the signal one inside.
     pub fn kick(&self) {
@@ -281,6 +301,36 @@ impl Shared {
     }
 }
 
+/// A guest VCPU other than 0 (see `vcpu::ap_body`).
+pub(crate) struct Ap {
+    pub fd: Mutex<VcpuFd>,
+    /// Its thread while in `KVM_RUN` (0: none), and its `kvm_run` page.
+    pub tid: AtomicI32,
+    pub kvm_run: usize,
+    /// The guest asked to start it here (`PORT_START_AP`; 0: not yet).
+    pub entry: AtomicU64,
+    /// It runs with its LAPIC enabled (`PORT_AP_READY`).
+    pub ready: AtomicBool,
+}
+
+impl Ap {
+    fn kick(&self) {
+        // SAFETY: as `Shared::kick`: the page lives as long as `fd`.
+        unsafe {
+            std::ptr::write_volatile(
+                std::ptr::addr_of_mut!(
+                    (*(self.kvm_run as *mut kvm_bindings::kvm_run)).immediate_exit
+                ),
+                1,
+            )
+        };
+        let tid = self.tid.load(Ordering::SeqCst);
+        if tid > 0 {
+            let _ = irqlab_rt::sys::tgkill(tid, kick_signal());
+        }
+    }
+}
+
 /// `Shared::runner` when nobody holds the guest.
 pub(crate) const RUNNER_NONE: usize = usize::MAX;
 /// `Shared::runner` when the VCPU's own thread holds it.
@@ -289,6 +339,8 @@ pub(crate) const RUNNER_VCPU: usize = usize::MAX - 1;
 /// A stretch in which one thread ran the guest (host ns).
 #[derive(Clone, Copy, Debug, Serialize)]
 pub struct RunnerSlice {
+    /// The guest VCPU that ran.
+    pub vcpu: usize,
     /// `None`: the VCPU's own thread (its server); `Some(d)`: the
     /// pseudo-VCPU of device `d`.
     pub pseudo: Option<usize>,
@@ -395,11 +447,58 @@ impl Vmm {
                 ));
             }
         }
+        if !(1..=NCPU).contains(&cfg.vcpus) {
+            return Err(VmmError::config(
+                "vcpus",
+                cfg.vcpus,
+                format!("the guest runs 1 to {NCPU} VCPUs"),
+            ));
+        }
+        if cfg.irq_vcpu.len() > cfg.devices.len() {
+            return Err(VmmError::config(
+                "irq_vcpu",
+                format!("{} entries", cfg.irq_vcpu.len()),
+                format!("at most one per device ({})", cfg.devices.len()),
+            ));
+        }
+        for (d, &v) in cfg.irq_vcpu.iter().enumerate() {
+            if v >= cfg.vcpus {
+                return Err(VmmError::config(
+                    format!("irq_vcpu[{d}]"),
+                    v,
+                    format!("a VCPU of the guest (0..{})", cfg.vcpus),
+                ));
+            }
+            if v != 0 && cfg.vint.get(d).is_some_and(Option::is_some) {
+                return Err(VmmError::config(
+                    format!("irq_vcpu[{d}]"),
+                    v,
+                    "a vINT-managed interrupt goes to VCPU 0 (its pseudo-VCPU runs VCPU 0)",
+                ));
+            }
+        }
         install_kick();
         let image = cfg.image.as_deref().unwrap_or(crate::GUEST_ELF);
         let mut vm = Vm::new(image, cfg.irqchip)?;
         let vcpu = vm.create_vcpu()?;
-        vm.set_lines(&vec![0; cfg.devices.len()], cfg.injection)?;
+        let mut aps = Vec::new();
+        for id in 1..cfg.vcpus as u64 {
+            let mut fd = vm.create_vcpu_at(id, 0, AP_STACK_TOP - 8)?;
+            crate::vcpu::set_run_sigmask(&fd)?;
+            let kvm_run = fd.get_kvm_run() as *mut kvm_bindings::kvm_run as usize;
+            aps.push(Ap {
+                fd: Mutex::new(fd),
+                tid: AtomicI32::new(0),
+                kvm_run,
+                entry: AtomicU64::new(0),
+                ready: AtomicBool::new(false),
+            });
+        }
+        let dests: Vec<u8> = (0..cfg.devices.len())
+            .map(|d| cfg.irq_vcpu.get(d).copied().unwrap_or(0) as u8)
+            .collect();
+        vm.set_lines(&dests, cfg.injection)?;
+        vm.store(shared(S_NCPU), cfg.vcpus as u64)?;
         let khz = vcpu
             .get_tsc_khz()
             .map_err(VmmError::kvm("KVM_GET_TSC_KHZ"))? as u64;
@@ -448,6 +547,7 @@ impl Vmm {
         let shared = Arc::new(Shared {
             vm,
             vcpu: Mutex::new(vcpu),
+            aps,
             backings,
             devs,
             stop: AtomicBool::new(false),
@@ -543,6 +643,33 @@ impl Vmm {
         rt.spawn(server, "vcpu0", 0, move |ctx| {
             crate::vcpu::vcpu_body(&sh, ctx)
         })?;
+        for i in 0..shared.aps.len() {
+            let name = format!("vcpu{}", i + 1);
+            let cpu = cfg.rt.cpus.get(1).copied().or(cpu);
+            let server = match cfg.vcpu {
+                VcpuServer::Sporadic { budget, period } => rt.budget_server(
+                    &name,
+                    BudgetPolicy::Sporadic,
+                    budget,
+                    period,
+                    ServerPriority::RateMonotonic,
+                    cpu,
+                )?,
+                VcpuServer::Deferrable { budget, period } => rt.budget_server(
+                    &name,
+                    BudgetPolicy::Deferrable,
+                    budget,
+                    period,
+                    ServerPriority::RateMonotonic,
+                    cpu,
+                )?,
+                VcpuServer::Unbounded => rt.unbounded(&name, 1_000_000_000, cpu)?,
+            };
+            let sh = shared.clone();
+            rt.spawn(server, &name, 0, move |ctx| {
+                crate::vcpu::ap_body(&sh, ctx, i)
+            })?;
+        }
         rt.start()?;
         let releaser = if cfg.vint.iter().any(Option::is_some) {
             let sh = shared.clone();
@@ -623,7 +750,7 @@ impl Vmm {
     /// Stop the VM and every thread; report.
     pub fn stop(mut self) -> Stopped {
         self.shared.stop.store(true, Ordering::SeqCst);
-        self.shared.kick();
+        self.shared.kick_all();
         let rt_report = self.rt.take().map(|rt| rt.stop());
         for w in [self.watchdog.take(), self.releaser.take()]
             .into_iter()
@@ -658,7 +785,9 @@ impl Vmm {
                 sh.vm.load(dev(d, DV_ISR)).unwrap_or(0),
                 sh.vm.load(dev(d, DV_DSR)).unwrap_or(0),
             );
-            devices.push(DeviceReport::of(&st, d, g));
+            let mut rep = DeviceReport::of(&st, d, g);
+            rep.vcpu = sh.vm.lines.get(d).map_or(0, |l| usize::from(l.dest));
+            devices.push(rep);
             events.extend(st.records.iter().copied());
         }
         let ngaps = sh.vm.load(shared(S_GAP_COUNT)).unwrap_or(0).min(GAP_SLOTS);
@@ -691,6 +820,19 @@ impl Vmm {
                 ioapic_eoi: sh.eois.iter().map(|c| c.load(Ordering::Relaxed)).collect(),
             },
             runner_slices: lock(&sh.slices).clone(),
+            vcpus: 1 + sh.aps.len(),
+            ap_lapic_ids: sh
+                .aps
+                .iter()
+                .map(|a| {
+                    let up = a.ready.load(Ordering::SeqCst);
+                    let id = sh.vm.load(shared(S_AP_LAPIC_ID)).unwrap_or(0);
+                    (up && id > 0).then(|| id - 1)
+                })
+                .collect(),
+            guest_isr_per_vcpu: (0..1 + sh.aps.len())
+                .map(|c| sh.vm.load(shared(S_CPU_ISR + c as u64)).unwrap_or(0))
+                .collect(),
             vcpu_parks: lock(&sh.parks).clone(),
             devices,
             events,
@@ -712,7 +854,7 @@ impl Drop for Vmm {
     fn drop(&mut self) {
         if self.rt.is_some() {
             self.shared.stop.store(true, Ordering::SeqCst);
-            self.shared.kick();
+            self.shared.kick_all();
             if let Some(rt) = self.rt.take() {
                 rt.stop();
             }
@@ -772,6 +914,13 @@ pub struct VmmReport {
     /// Who ran the guest when: the VCPU's own thread or a pseudo-VCPU's
     /// (the first 131072 stretches).
     pub runner_slices: Vec<RunnerSlice>,
+    pub vcpus: usize,
+    /// Per AP (VCPU 1...): the LAPIC ID it read once up (`None`: it never
+    /// reported `PORT_AP_READY`).
+    pub ap_lapic_ids: Vec<Option<u64>>,
+    /// Device ISRs the guest took on each VCPU (told apart by the stack
+    /// the ISR ran on).
+    pub guest_isr_per_vcpu: Vec<u64>,
     /// The guest's scheduler: timer, periodic tasks, their jobs.
     pub guest: GuestSchedReport,
     pub runtime: Option<irqlab_rt::Report>,

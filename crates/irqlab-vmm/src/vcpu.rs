@@ -93,6 +93,8 @@ pub(crate) fn set_run_sigmask(vcpu: &VcpuFd) -> Result<(), VmmError> {
 enum Role {
     Vcpu,
     Pseudo(usize),
+    /// VCPU `i + 1` (an AP), on its own thread.
+    Ap(usize),
 }
 
 /// Wait on the handoff condition while `wait()` holds (1 ms timeouts: a
@@ -166,6 +168,35 @@ pub(crate) fn pseudo_body(sh: &Arc<Shared>, ctx: &TaskCtx, d: usize) {
     }
 }
 
+/// The thread of AP `i` (VCPU `i + 1`, a managed thread of its own
+/// server): waits for the guest's start request (`PORT_START_AP`, on VCPU
+/// 0), starts the AP there (`vm::start_ap`) and runs it like VCPU 0's own
+/// thread (no pseudo-VCPUs: managed interrupts go to VCPU 0).
+pub(crate) fn ap_body(sh: &Arc<Shared>, ctx: &TaskCtx, i: usize) {
+    block_signals();
+    let Some(ap) = sh.aps.get(i) else { return };
+    let entry = loop {
+        if sh.stopping() {
+            return;
+        }
+        match ap.entry.load(Ordering::SeqCst) {
+            0 => std::thread::sleep(Duration::from_millis(1)),
+            e => break e,
+        }
+    };
+    if let Err(e) = crate::vm::start_ap(&lock(&ap.fd), entry, AP_STACK_TOP - 8) {
+        sh.fail(e);
+        return;
+    }
+    while !sh.stopping() {
+        if let Err(e) = slice(sh, Role::Ap(i)) {
+            sh.fail(e);
+            break;
+        }
+        after_slice(sh, ctx, false);
+    }
+}
+
 fn after_slice(sh: &Shared, ctx: &TaskCtx, log_park: bool) {
     drain_signals();
     let t0 = irqlab_rt::sys::now();
@@ -196,13 +227,30 @@ enum Step {
 /// `Ok(true)`: `KVM_RUN` was interrupted by a signal (a park or a kick);
 /// `Ok(false)`: the guest was handed over or the role has nothing to do.
 fn slice(sh: &Shared, role: Role) -> Result<bool, VmmError> {
+    if let Role::Ap(i) = role {
+        let Some(ap) = sh.aps.get(i) else {
+            return Ok(false);
+        };
+        let mut fd = lock(&ap.fd);
+        ap.tid.store(irqlab_rt::sys::gettid(), Ordering::SeqCst);
+        if !sh.stopping() {
+            fd.set_kvm_immediate_exit(0);
+        }
+        let t0 = irqlab_rt::sys::now();
+        let r = run(sh, &mut fd, role);
+        let t1 = irqlab_rt::sys::now();
+        ap.tid.store(0, Ordering::SeqCst);
+        drop(fd);
+        log_slice(sh, i + 1, None, t0, t1);
+        return r;
+    }
     let mut vcpu = lock(&sh.vcpu);
     sh.runner_tid
         .store(irqlab_rt::sys::gettid(), Ordering::SeqCst);
     sh.runner.store(
         match role {
-            Role::Vcpu => RUNNER_VCPU,
             Role::Pseudo(d) => d,
+            _ => RUNNER_VCPU,
         },
         Ordering::SeqCst,
     );
@@ -214,23 +262,38 @@ fn slice(sh: &Shared, role: Role) -> Result<bool, VmmError> {
     }
     let t0 = irqlab_rt::sys::now();
     let r = run(sh, &mut vcpu, role);
+    // The end before the guest is handed on (the next runner may preempt
+    // this thread at once).
     let t1 = irqlab_rt::sys::now();
     sh.runner.store(RUNNER_NONE, Ordering::SeqCst);
     sh.runner_tid.store(0, Ordering::SeqCst);
     drop(vcpu);
     sh.handoff.1.notify_all();
+    let pseudo = match role {
+        Role::Pseudo(d) => Some(d),
+        _ => None,
+    };
+    log_slice(sh, 0, pseudo, t0, t1);
+    r
+}
+
+/// Log a stretch `[t0, t1)` of guest execution.
+fn log_slice(
+    sh: &Shared,
+    vcpu: usize,
+    pseudo: Option<usize>,
+    t0: irqlab_core::Nanos,
+    t1: irqlab_core::Nanos,
+) {
     let mut l = lock(&sh.slices);
     if l.len() < SLICES && t1 > t0 {
         l.push(RunnerSlice {
-            pseudo: match role {
-                Role::Vcpu => None,
-                Role::Pseudo(d) => Some(d),
-            },
+            vcpu,
+            pseudo,
             start_ns: t0.0,
             end_ns: t1.0,
         });
     }
-    r
 }
 
 fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<bool, VmmError> {
@@ -245,6 +308,7 @@ fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<bool, VmmError> {
         let keep = match role {
             Role::Vcpu => sh.wanted().is_none(),
             Role::Pseudo(d) => sh.wanted() == Some(d),
+            Role::Ap(_) => true,
         };
         if !keep {
             return Ok(false);
@@ -293,6 +357,40 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                 }
                 PORT_DONE => Step::Done(word as usize),
                 PORT_PING => Step::Go,
+                PORT_START_AP => {
+                    // The guest (VCPU 0) starts its AP at S_AP_ENTRY.
+                    let entry = sh.vm.load(shared(S_AP_ENTRY)).unwrap_or(0);
+                    match sh.aps.first() {
+                        Some(ap) if entry != 0 => {
+                            ap.entry.store(entry, Ordering::SeqCst);
+                            Step::Go
+                        }
+                        _ => Step::Fail(Box::new(move |rip| VmmError::Unhandled {
+                            what: format!(
+                                "AP start at {entry:#x} (the VM has no second VCPU, or no entry)"
+                            ),
+                            rip,
+                        })),
+                    }
+                }
+                PORT_AP_READY => {
+                    // Interrupts routed to the AP before its LAPIC was
+                    // enabled were discarded (as at PORT_READY).
+                    if let Some(ap) = sh.aps.first() {
+                        ap.ready.store(true, Ordering::SeqCst);
+                    }
+                    for (d, l) in sh.vm.lines.iter().enumerate() {
+                        if l.dest != 0
+                            && sh.devs.get(d).is_some_and(|m| lock(m).prod > 0)
+                            && sh.vm.raise(d).is_err()
+                        {
+                            if let Some(m) = sh.devs.get(d) {
+                                lock(m).inject_errors += 1;
+                            }
+                        }
+                    }
+                    Step::Go
+                }
                 PORT_READY => {
                     sh.ready.store(true, Ordering::SeqCst);
                     // An MSI that arrived before the guest enabled its LAPIC

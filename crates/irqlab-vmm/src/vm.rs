@@ -207,9 +207,16 @@ impl Vm {
 
     /// Create VCPU 0 in long mode at the guest's entry point.
     pub fn create_vcpu(&self) -> Result<VcpuFd, VmmError> {
+        self.create_vcpu_at(0, self.entry, STACK_TOP)
+    }
+
+    /// Create VCPU `id` (its LAPIC ID) in long mode at `rip` with stack
+    /// pointer `rsp`. A VCPU other than 0 waits for INIT/SIPI in KVM until
+    /// [`start_ap`] makes it runnable.
+    pub fn create_vcpu_at(&self, id: u64, rip: u64, rsp: u64) -> Result<VcpuFd, VmmError> {
         let vcpu = self
             .fd
-            .create_vcpu(0)
+            .create_vcpu(id)
             .map_err(VmmError::kvm("KVM_CREATE_VCPU"))?;
         let cpuid = self
             .kvm
@@ -254,14 +261,7 @@ impl Vm {
         sregs.efer = 0x500; // LME | LMA
         vcpu.set_sregs(&sregs)
             .map_err(VmmError::kvm("KVM_SET_SREGS"))?;
-        let regs = kvm_regs {
-            rip: self.entry,
-            rsp: STACK_TOP,
-            rflags: 2,
-            ..Default::default()
-        };
-        vcpu.set_regs(&regs)
-            .map_err(VmmError::kvm("KVM_SET_REGS"))?;
+        set_entry(&vcpu, rip, rsp)?;
         Ok(vcpu)
     }
 
@@ -357,6 +357,28 @@ impl Vm {
             .signal_msi(msi)
             .map_err(VmmError::kvm("KVM_SIGNAL_MSI"))
     }
+}
+
+fn set_entry(vcpu: &VcpuFd, rip: u64, rsp: u64) -> Result<(), VmmError> {
+    let regs = kvm_regs {
+        rip,
+        rsp,
+        rflags: 2,
+        ..Default::default()
+    };
+    vcpu.set_regs(&regs).map_err(VmmError::kvm("KVM_SET_REGS"))
+}
+
+/// Paravirtual start of an AP (a VCPU other than 0): enter it in long mode
+/// at `rip` with stack `rsp` (just below the guest's `AP_STACK_TOP`, as
+/// after a call) and make it runnable (`KVM_SET_MP_STATE`), instead of
+/// INIT/SIPI and a real-mode trampoline.
+pub fn start_ap(vcpu: &VcpuFd, rip: u64, rsp: u64) -> Result<(), VmmError> {
+    set_entry(vcpu, rip, rsp)?;
+    vcpu.set_mp_state(kvm_bindings::kvm_mp_state {
+        mp_state: kvm_bindings::KVM_MP_STATE_RUNNABLE,
+    })
+    .map_err(VmmError::kvm("KVM_SET_MP_STATE"))
 }
 
 /// The guest TSC read through KVM (MSR 0x10) bracketed by two host clock

@@ -351,3 +351,62 @@ fn a_run_traces_host_guest_and_runners() {
         .expect("protobuf written");
     assert!(pb.len() > 100 && pb[0] == 0x0a, "a Trace of TracePackets");
 }
+
+/// A guest with two VCPUs: VCPU 0 starts VCPU 1 (paravirtual start: the
+/// VMM enters it at the entry the guest gives), which reads its own LAPIC
+/// ID (1); NIC "a" is routed to VCPU 0 and NIC "b" to VCPU 1; N events
+/// each give N ISRs on the VCPU their interrupt is routed to (the guest
+/// tells its VCPUs apart by the stack the ISR runs on), N completions each,
+/// and VCPU 1 runs on its own thread ("vcpu1" server; its trace tracks).
+#[test]
+fn two_vcpus_take_the_interrupts_routed_to_them() {
+    require_kvm!();
+    let vmm = common::start(VmmConfig {
+        devices: vec![nic("a"), nic("b")],
+        vcpus: 2,
+        irq_vcpu: vec![0, 1],
+        ..Default::default()
+    });
+    assert!(
+        vmm.wait_for(Duration::from_secs(2), |v| v
+            .guest_word(irqlab_vmm::abi::shared(irqlab_vmm::abi::S_AP_LAPIC_ID))
+            .unwrap_or(0)
+            != 0),
+        "the AP did not come up"
+    );
+    let n = 30;
+    for _ in 0..3 {
+        ping_pong(&vmm, 0, n / 3);
+        ping_pong(&vmm, 1, n / 3);
+    }
+    let r = common::stop_ok(vmm);
+    assert_eq!(r.vcpus, 2);
+    assert_eq!(r.ap_lapic_ids, vec![Some(1)], "VCPU 1 is LAPIC 1");
+    for (d, dev) in r.devices.iter().enumerate() {
+        assert_eq!(dev.vcpu, d);
+        assert_eq!(
+            (dev.received, dev.injected, dev.completed),
+            (n, n, n),
+            "{dev:?}"
+        );
+        assert_eq!(dev.guest_isr_entries, n, "{dev:?}");
+    }
+    assert_eq!(r.guest_isr_per_vcpu, vec![n, n], "ISRs per VCPU");
+    let rt = r.runtime.as_ref().expect("runtime report");
+    assert!(rt
+        .servers
+        .iter()
+        .any(|s| s.name == "vcpu1" && s.cpu_time_ns > 0));
+    assert!(r.runner_slices.iter().any(|s| s.vcpu == 1));
+    // The trace: VCPU 1's DSRs on "guest VCPU 1" (process 3).
+    let mut out = Vec::new();
+    irqlab_vmm::trace::write(&r, &mut out, irqlab_sim::TraceFormat::Json, 1 << 20).expect("trace");
+    let v: serde_json::Value = serde_json::from_slice(&out).expect("JSON");
+    let ev = v["traceEvents"].as_array().expect("events");
+    let dsrs = |pid: u64| {
+        ev.iter()
+            .filter(|e| e["ph"] == "X" && e["cat"] == "dsr" && e["pid"] == pid)
+            .count() as u64
+    };
+    assert_eq!((dsrs(1), dsrs(3)), (n, n));
+}
