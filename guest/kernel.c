@@ -100,11 +100,13 @@ EXC_ERR(11) EXC_ERR(12) EXC_ERR(13) EXC_ERR(14) EXC(16) EXC_ERR(17) EXC(18) EXC(
 /* ---- the scheduler --------------------------------------------------------
  * Fixed priority, preemptive, one stack: every job (a DSR run or a periodic
  * task's job) runs to completion, so a more urgent job simply runs nested
- * on top of the one it preempts. dispatch() is called with interrupts off,
- * by the background loop and at the end of every ISR (after its EOI): it
- * runs, with interrupts on, every ready job more urgent than what runs now
- * (`cur_prio`, 0 for the background loop), most urgent first (VINT §III's
- * guest: ISRs above every task, DSR tasks and periodic tasks by priority). */
+ * on top of the one it preempts. dispatch(c) is called with interrupts off
+ * at the end of every ISR on CPU c (after its EOI): it runs, with
+ * interrupts on, every job ready on c more urgent than what runs there now
+ * (`cur_prio[c]`, 0 for the background loop), most urgent first (VINT
+ * §III's guest: ISRs above every task, DSR tasks and periodic tasks by
+ * priority). Each CPU has its own stack and state; the AP runs only the
+ * DSRs of the interrupts routed to it. */
 static volatile u64 cur_prio[NCPU];
 /* Per CPU: the DSRs made ready by ISRs taken on that CPU (a device's MSI
  * goes to one CPU, so its DSR runs there and nowhere else). */
@@ -161,7 +163,7 @@ static inline volatile u64 *desc(int d, u64 i) {
 /* ISR of device d: stamp every descriptor produced since the last ISR
  * (entry; the end on the last of them), publish how far it saw
  * (DV_SEEN), EOI, and leave the work to the DSR. */
-static void isr(int d) {
+static inline __attribute__((always_inline)) u64 isr(int d) {
     u64 t = rdtsc();
     u64 c = this_cpu();
     SH[S_CPU_ISR + c] += 1;
@@ -176,6 +178,7 @@ static void isr(int d) {
     isr_seen[d] = prod;
     DEV(d, DV_SEEN) = prod; /* the VMM: no ISR of d pending once this equals DV_PROD */
     lapic_write(0xb0, 0);
+    return c;
 }
 
 /* DSR of device d: the device's work (DV_COST) per descriptor, then the
@@ -218,8 +221,7 @@ static void job(int t) {
     __atomic_sub_fetch(&task_pending[t], 1, __ATOMIC_SEQ_CST);
 }
 
-static void dispatch(void) {
-    u64 c = this_cpu();
+static void dispatch(u64 c) {
     for (;;) {
         int best = -1;
         u64 bp = cur_prio[c];
@@ -265,9 +267,10 @@ static void timer_isr(void) {
     lapic_write(0xb0, 0);
 }
 
-__attribute__((interrupt)) static void irq0(struct frame *f) { (void)f; isr(0); dispatch(); }
-__attribute__((interrupt)) static void irq1(struct frame *f) { (void)f; isr(1); dispatch(); }
-__attribute__((interrupt)) static void irq_timer(struct frame *f) { (void)f; timer_isr(); dispatch(); }
+__attribute__((interrupt)) static void irq0(struct frame *f) { (void)f; dispatch(isr(0)); }
+__attribute__((interrupt)) static void irq1(struct frame *f) { (void)f; dispatch(isr(1)); }
+/* The LAPIC timer is armed on the BSP only. */
+__attribute__((interrupt)) static void irq_timer(struct frame *f) { (void)f; timer_isr(); dispatch(0); }
 __attribute__((interrupt)) static void spurious(struct frame *f) { (void)f; }
 
 static int has_tsc_deadline(void) {

@@ -10,13 +10,14 @@
 //!   [--seconds S] [--summary]` -- VINT Figure 12's decoder under an
 //!   interrupt storm on this VMM (JSON; `--summary`: one line);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
-//!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--trace FILE]` -- boot the
+//!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE]` -- boot the
 //!   guest with a UDP NIC, send N datagrams one at a time (at least
 //!   `--interval` apart), print the report (JSON) with every
 //!   stage's latency and the servers' CPU time (`--summary`: one line). `--busy`: the guest computes in the background; `--vint`:
 //!   the NIC's interrupt is managed by vINT (pseudo-VCPU with `T_p = T_i`,
 //!   Eq. 1 budget, sporadic, rank 1); `--irqfd`: inject through irqfd
-//!   instead of `KVM_SIGNAL_MSI`;
+//!   instead of `KVM_SIGNAL_MSI`; `--split`: the split irqchip (the guest's
+//!   EOIs exit to the VMM);
 //! * `--trace FILE` (echo, model): the run's Perfetto trace (`irqlab_vmm::trace`;
 //!   `.json`: trace-event JSON, else Perfetto protobuf).
 //!
@@ -123,6 +124,11 @@ fn echo(args: &[String]) -> Result<(), String> {
             irqlab_vmm::Injection::Irqfd
         } else {
             irqlab_vmm::Injection::Msi
+        },
+        irqchip: if args.iter().any(|a| a == "--split") {
+            irqlab_vmm::Irqchip::Split
+        } else {
+            irqlab_vmm::Irqchip::Kernel
         },
         ..Default::default()
     };
@@ -543,7 +549,7 @@ fn main() -> ExitCode {
         Some("rtt") => rtt(&args[1..]),
         Some("model") => model(&args[1..]),
         Some("storm") => storm(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--trace FILE] [--summary]".into()),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
