@@ -1,9 +1,10 @@
 //! The running VMM: the guest's VCPU thread inside an irqlab-rt server,
 //! host devices on the runtime's top half, a watchdog, and the report.
 //!
-//! What it is (DESIGN §11): `Vmm::start` creates the VM, declares the
-//! VCPU's server (sporadic or deferrable, VINT §III, or unbounded) in an
-//! irqlab-rt runtime, spawns the VCPU thread as a managed thread of that
+//! What it is (DESIGN §11): `Vmm::start` creates the VM (one or two
+//! VCPUs; each device's interrupt routed to one), declares each VCPU's
+//! server (sporadic or deferrable, VINT §III, or unbounded) in an
+//! irqlab-rt runtime, spawns each VCPU's thread as a managed thread of its
 //! server (so the supervisor parks it when the server is out of budget;
 //! see `vcpu` for how a parked thread never holds the guest), and for each
 //! vINT-managed interrupt a pseudo-VCPU server and thread (VINT §V, see
@@ -369,6 +370,28 @@ fn install_kick() {
     });
 }
 
+/// Declare the server of a guest VCPU (VINT §III).
+fn vcpu_server(
+    rt: &mut Runtime,
+    v: VcpuServer,
+    name: &str,
+    cpu: Option<usize>,
+) -> Result<irqlab_rt::ServerHandle, VmmError> {
+    let (policy, budget, period) = match v {
+        VcpuServer::Sporadic { budget, period } => (BudgetPolicy::Sporadic, budget, period),
+        VcpuServer::Deferrable { budget, period } => (BudgetPolicy::Deferrable, budget, period),
+        VcpuServer::Unbounded => return Ok(rt.unbounded(name, 1_000_000_000, cpu)?),
+    };
+    Ok(rt.budget_server(
+        name,
+        policy,
+        budget,
+        period,
+        ServerPriority::RateMonotonic,
+        cpu,
+    )?)
+}
+
 /// A running VMM.
 pub struct Vmm {
     shared: Arc<Shared>,
@@ -581,25 +604,7 @@ impl Vmm {
 
         let mut rt = Runtime::new(cfg.rt.clone())?;
         let cpu = cfg.rt.cpus.first().copied();
-        let server = match cfg.vcpu {
-            VcpuServer::Sporadic { budget, period } => rt.budget_server(
-                "vcpu0",
-                BudgetPolicy::Sporadic,
-                budget,
-                period,
-                ServerPriority::RateMonotonic,
-                cpu,
-            )?,
-            VcpuServer::Deferrable { budget, period } => rt.budget_server(
-                "vcpu0",
-                BudgetPolicy::Deferrable,
-                budget,
-                period,
-                ServerPriority::RateMonotonic,
-                cpu,
-            )?,
-            VcpuServer::Unbounded => rt.unbounded("vcpu0", 1_000_000_000, cpu)?,
-        };
+        let server = vcpu_server(&mut rt, cfg.vcpu, "vcpu0", cpu)?;
         for (d, p) in cfg.vint.iter().enumerate() {
             let Some(p) = p else { continue };
             let name = format!("pseudo-{}", cfg.devices[d].name);
@@ -646,25 +651,7 @@ impl Vmm {
         for i in 0..shared.aps.len() {
             let name = format!("vcpu{}", i + 1);
             let cpu = cfg.rt.cpus.get(1).copied().or(cpu);
-            let server = match cfg.vcpu {
-                VcpuServer::Sporadic { budget, period } => rt.budget_server(
-                    &name,
-                    BudgetPolicy::Sporadic,
-                    budget,
-                    period,
-                    ServerPriority::RateMonotonic,
-                    cpu,
-                )?,
-                VcpuServer::Deferrable { budget, period } => rt.budget_server(
-                    &name,
-                    BudgetPolicy::Deferrable,
-                    budget,
-                    period,
-                    ServerPriority::RateMonotonic,
-                    cpu,
-                )?,
-                VcpuServer::Unbounded => rt.unbounded(&name, 1_000_000_000, cpu)?,
-            };
+            let server = vcpu_server(&mut rt, cfg.vcpu, &name, cpu)?;
             let sh = shared.clone();
             rt.spawn(server, &name, 0, move |ctx| {
                 crate::vcpu::ap_body(&sh, ctx, i)

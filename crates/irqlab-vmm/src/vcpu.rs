@@ -1,20 +1,28 @@
-//! Who runs the guest's VCPU, and the VM-exit handling.
+//! Who runs the guest's VCPUs, and the VM-exit handling.
 //!
-//! What it is: the guest has one VCPU (one KVM VCPU fd behind a mutex, the
-//! "token"). Its own thread runs in the VCPU's server; each vINT-managed
-//! virtual interrupt has a pseudo-VCPU thread in the pseudo-VCPU's server
-//! (VINT §V). Whoever holds the token runs `KVM_RUN` in slices:
-//! * the VCPU thread runs until a pseudo-VCPU thread wants the guest, or a
-//!   signal (the supervisor's park: out of budget; a kick) interrupts it;
-//! * a pseudo-VCPU thread, woken by an injection of its interrupt, asks for
-//!   the token (kicking the VCPU thread out of `KVM_RUN`) and runs the
-//!   guest until every injected instance of its interrupt is completed
-//!   (the guest's `PORT_DONE`, the end of ISR + DSR) -- so the handling is
-//!   charged to the pseudo-VCPU's budget and runs at its priority even while
-//!   the VCPU's own server is out of budget -- or until its own budget runs
-//!   out (the park signal), after which the VCPU continues on its own budget.
+//! What it is: VCPU 0 is one KVM VCPU fd behind a mutex (the "token"). Its
+//! own thread runs in the VCPU's server; each vINT-managed virtual
+//! interrupt has a pseudo-VCPU thread in the pseudo-VCPU's server (VINT
+//! §V). Whoever holds the token runs `KVM_RUN` in slices, and who should
+//! is `Shared::wanted` (VINT §V-B, nested handling, Figure 3):
+//! * the VCPU thread runs while no pseudo-VCPU is wanted, until a signal
+//!   (the supervisor's park: out of budget; a kick) interrupts it;
+//! * a pseudo-VCPU thread, woken by an injection of its interrupt, becomes
+//!   ready and runs the guest whenever it is the one wanted -- the most
+//!   urgent ready pseudo-VCPU with an ISR pending, else the most urgent one
+//!   whose interrupt is not completed (`PORT_DONE`, the end of ISR + DSR).
+//!   A more urgent interrupt's pseudo-VCPU thus takes the guest over in
+//!   the middle of a less urgent one's handling (its ISR and DSR nest in
+//!   the guest) and hands it back when done; every stretch is charged to
+//!   the budget of the thread that ran it, at its priority, also while
+//!   the VCPU's own server is out of budget. A pseudo-VCPU parked out of
+//!   budget is not ready; the next one wanted (or the VCPU) continues.
+//!   The wanted one is rechecked after every exit (the split irqchip's EOI
+//!   exits make that the end of each ISR) and at each injection.
+//! * Another VCPU (an AP) has its own fd and thread in its own server and
+//!   no pseudo-VCPUs; the guest starts it (`PORT_START_AP`).
 //!
-//! Signals: both kinds of thread block the park and kick signals; KVM runs
+//! Signals: every kind of thread blocks the park and kick signals; KVM runs
 //! the guest with an empty mask (`KVM_SET_SIGNAL_MASK`), so a signal
 //! interrupts `KVM_RUN` (`EINTR`) but is never delivered to a handler while
 //! the token is held. After releasing the token the thread consumes the
