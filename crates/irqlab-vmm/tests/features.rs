@@ -179,19 +179,24 @@ fn a_more_urgent_managed_interrupt_nests_on_its_own_pseudo_vcpu() {
             && i.dsr_end_ns < o.dsr_end_ns,
         "not nested: lo {o:?} hi {i:?}"
     );
-    // On hi's pseudo-VCPU's thread, not lo's (stamps are good to a few us;
-    // hi's DSR is 300 us of guest work).
+    // On hi's pseudo-VCPU's thread, not lo's. hi's DSR is 300 us of guest
+    // work; its guest stamps, converted to the host clock, and the runner
+    // slices, stamped by the host around the hand-off, disagree by up to
+    // SLACK (measured: 58-77 us of hi's DSR fell outside hi's slices in 2
+    // of 6 quiet runs, right after its slice ended), so all but SLACK of the
+    // DSR must be on hi's pseudo-VCPU and at most SLACK on lo's.
+    const SLACK: u64 = 120_000;
     let hi_dsr = i.dsr_end_ns - i.dsr_start_ns;
     let on_hi = overlap(&r, Some(1), i.dsr_start_ns, i.dsr_end_ns);
     let on_lo = overlap(&r, Some(0), i.dsr_start_ns, i.dsr_end_ns);
     assert!(
-        on_hi * 10 >= hi_dsr * 9 && on_lo * 10 <= hi_dsr,
+        on_hi + SLACK >= hi_dsr && on_lo <= SLACK,
         "hi's DSR ({hi_dsr} ns): {on_hi} ns on hi's pseudo-VCPU, {on_lo} on lo's; slices {:?}",
         r.runner_slices
     );
     for (a, b) in [(o.dsr_start_ns, i.isr_ns), (i.dsr_end_ns, o.dsr_end_ns)] {
         assert!(
-            overlap(&r, Some(0), a, b) > 0,
+            overlap(&r, Some(0), a.saturating_sub(SLACK), b + SLACK) > 0,
             "lo's DSR in [{a}, {b}) not on lo's pseudo-VCPU: {:?}",
             r.runner_slices
         );
@@ -336,7 +341,7 @@ fn a_run_traces_host_guest_and_runners() {
         xs.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
         let mut open: Vec<(f64, f64)> = Vec::new();
         for x in xs {
-            while open.last().is_some_and(|o| o.1 <= x.0) {
+            while open.last().is_some_and(|o| o.1 <= x.0 + 1e-6) {
                 open.pop();
             }
             if let Some(o) = open.last() {
