@@ -143,7 +143,11 @@ static void spin(u64 n) {
 }
 static void calibrate(void) {
     cal_ticks = ~0UL;
-    for (int k = 0; k < 6; k++) {
+    /* Short trials (CAL_ITERS, about 0.3 ms here), so that most fall
+     * between two of the VCPU's budget gaps: 2048-iteration trials (2.2 ms)
+     * outlasted a 2 ms budget, every one included a park, and the work
+     * loop came out 2-5 times too slow (docs/vmm.md). */
+    for (int k = 0; k < 16; k++) {
         u64 t = rdtsc();
         spin(CAL_ITERS);
         u64 d = rdtsc() - t;

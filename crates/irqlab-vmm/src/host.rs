@@ -95,7 +95,7 @@ const RERAISE: Nanos = Nanos::from_ms(20);
 
 /// Stops a guest that makes no progress: boot not finished, or injected
 /// events not completed, for `limit`.
-pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
+pub(crate) fn watchdog(sh: &Shared, limit: Nanos, reraise: bool) {
     let start = irqlab_rt::sys::now();
     let mut outstanding_since: Vec<Option<Nanos>> = vec![None; sh.devs.len()];
     let mut reraised: Vec<Nanos> = vec![Nanos::ZERO; sh.devs.len()];
@@ -116,7 +116,10 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
                     && outstanding_since[d]
                         .is_some_and(|t| now.saturating_sub(t.max(st.last_progress)) > RERAISE)
             };
-            if stale && now.saturating_sub(reraised[d]) > RERAISE && sh.ready.load(Ordering::SeqCst)
+            if reraise
+                && stale
+                && now.saturating_sub(reraised[d]) > RERAISE
+                && sh.ready.load(Ordering::SeqCst)
             {
                 reraised[d] = now;
                 sh.reraises.fetch_add(1, Ordering::Relaxed);
@@ -163,4 +166,62 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos) {
             return;
         }
     }
+}
+
+/// What a stalled guest looks like, for the watchdog's error: RFLAGS.IF,
+/// the LAPIC's pending (IRR) and in-service (ISR) vectors, TPR and PPR,
+/// KVM's pending-event state, and each device's ring and guest counters.
+/// Read by the thread holding the VCPU (docs/vmm.md, the storm stall).
+pub(crate) fn hang_state(sh: &Shared, vcpu: &kvm_ioctls::VcpuFd) -> String {
+    use crate::abi::{dev, DV_CONS, DV_DSR, DV_ISR, DV_PROD};
+    let mut out = Vec::new();
+    if let Ok(r) = vcpu.get_regs() {
+        out.push(format!("IF={}", (r.rflags >> 9) & 1));
+    }
+    if let Ok(l) = vcpu.get_lapic() {
+        let word = |off: usize| {
+            (0..4).fold(0u32, |a, i| {
+                a | (u32::from(l.regs[off + i] as u8) << (8 * i))
+            })
+        };
+        let vectors = |base: usize| {
+            (0..8)
+                .flat_map(|k| {
+                    let w = word(base + 16 * k);
+                    (0..32)
+                        .filter(move |b| w >> b & 1 == 1)
+                        .map(move |b| k * 32 + b)
+                })
+                .map(|v| format!("{v:#x}"))
+                .collect::<Vec<_>>()
+                .join(",")
+        };
+        out.push(format!(
+            "IRR=[{}] ISR=[{}] TPR={:#x} PPR={:#x}",
+            vectors(0x200),
+            vectors(0x100),
+            word(0x80),
+            word(0xa0)
+        ));
+    }
+    if let Ok(e) = vcpu.get_vcpu_events() {
+        out.push(format!(
+            "events: irq injected={} nr={:#x} shadow={}",
+            e.interrupt.injected, e.interrupt.nr, e.interrupt.shadow
+        ));
+    }
+    for (d, m) in sh.devs.iter().enumerate() {
+        let st = lock(m);
+        let g = |w| sh.vm.load(dev(d, w)).unwrap_or(u64::MAX);
+        out.push(format!(
+            "dev{d}: injected={} completed={} prod={} guest cons={} isr={} dsr={}",
+            st.injected,
+            st.completed,
+            g(DV_PROD),
+            g(DV_CONS),
+            g(DV_ISR),
+            g(DV_DSR)
+        ));
+    }
+    out.join("; ")
 }

@@ -91,6 +91,10 @@ pub struct VmmConfig {
     pub irq_vcpu: Vec<usize>,
     /// The guest image (default: the kernel built from `guest/`).
     pub image: Option<Vec<u8>>,
+    /// The watchdog raises a device again after 20 ms without progress on
+    /// its injected events (`host::watchdog`); off only to study the
+    /// stall it mitigates (`irqlab-vmm storm --no-reraise`, docs/vmm.md).
+    pub reraise: bool,
 }
 
 impl Default for VmmConfig {
@@ -113,6 +117,7 @@ impl Default for VmmConfig {
             vcpus: 1,
             irq_vcpu: Vec::new(),
             image: None,
+            reraise: true,
         }
     }
 }
@@ -140,6 +145,9 @@ pub(crate) struct Shared {
     /// The guest's other VCPUs (APs), each run by its own thread.
     pub aps: Vec<Ap>,
     pub backings: Vec<Backing>,
+    /// Per device, a timer's period: armed when the guest is ready
+    /// (`PORT_READY`), so that no tick interrupts its boot (docs/vmm.md).
+    pub timers: Vec<Option<Nanos>>,
     pub devs: Vec<Mutex<DevState>>,
     pub stop: AtomicBool,
     pub failure: Mutex<Option<VmmError>>,
@@ -171,6 +179,11 @@ pub(crate) struct Shared {
     /// Intervals (host ns) in which the VCPU thread was parked (its server
     /// out of budget).
     pub parks: Mutex<Vec<(u64, u64)>>,
+    /// When a pseudo-VCPU thread last took the VCPU (host ns), and per
+    /// pseudo-VCPU slice (asked for the VCPU, got it): the handoff from the
+    /// regular to the pseudo-VCPU (VINT Table III's switch).
+    pub token_ns: AtomicU64,
+    pub handoffs: Mutex<Vec<(u64, u64)>>,
     pub console: Mutex<Vec<u8>>,
     pub exits_io: AtomicU64,
     pub exits_done: AtomicU64,
@@ -572,6 +585,14 @@ impl Vmm {
             vcpu: Mutex::new(vcpu),
             aps,
             backings,
+            timers: cfg
+                .devices
+                .iter()
+                .map(|d| match d.kind {
+                    DeviceKind::Timer { period } => Some(period),
+                    DeviceKind::Udp { .. } => None,
+                })
+                .collect(),
             devs,
             stop: AtomicBool::new(false),
             failure: Mutex::new(None),
@@ -590,6 +611,8 @@ impl Vmm {
             pseudo: (0..ndev).map(|_| OnceLock::new()).collect(),
             releaser: OnceLock::new(),
             parks: Mutex::new(Vec::new()),
+            token_ns: AtomicU64::new(0),
+            handoffs: Mutex::new(Vec::new()),
             console: Mutex::new(Vec::new()),
             exits_io: AtomicU64::new(0),
             exits_done: AtomicU64::new(0),
@@ -670,16 +693,11 @@ impl Vmm {
         } else {
             None
         };
-        for (i, d) in cfg.devices.iter().enumerate() {
-            if let DeviceKind::Timer { period } = d.kind {
-                shared.backings[i].arm(period)?;
-            }
-        }
         let sh = shared.clone();
-        let wd = cfg.watchdog;
+        let (wd, reraise) = (cfg.watchdog, cfg.reraise);
         let watchdog = std::thread::Builder::new()
             .name("irqlab-vmm-watchdog".into())
-            .spawn(move || crate::host::watchdog(&sh, wd))
+            .spawn(move || crate::host::watchdog(&sh, wd, reraise))
             .map_err(VmmError::io("spawn watchdog"))?;
         Ok(Vmm {
             shared,
@@ -821,6 +839,7 @@ impl Vmm {
                 .map(|c| sh.vm.load(shared(S_CPU_ISR + c as u64)).unwrap_or(0))
                 .collect(),
             vcpu_parks: lock(&sh.parks).clone(),
+            pseudo_handoffs: lock(&sh.handoffs).clone(),
             devices,
             events,
             gaps,
@@ -908,6 +927,9 @@ pub struct VmmReport {
     /// Device ISRs the guest took on each VCPU (told apart by the stack
     /// the ISR ran on).
     pub guest_isr_per_vcpu: Vec<u64>,
+    /// Per pseudo-VCPU slice (host ns, the first 65536): when its thread
+    /// asked for the VCPU (kicking the runner) and when it got it.
+    pub pseudo_handoffs: Vec<(u64, u64)>,
     /// The guest's scheduler: timer, periodic tasks, their jobs.
     pub guest: GuestSchedReport,
     pub runtime: Option<irqlab_rt::Report>,

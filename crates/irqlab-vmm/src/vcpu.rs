@@ -151,12 +151,18 @@ pub(crate) fn pseudo_body(sh: &Arc<Shared>, ctx: &TaskCtx, d: usize) {
     while ctx.wait_wake() {
         while !sh.stopping() && sh.outstanding(d) > 0 {
             sh.active[d].store(true, Ordering::SeqCst);
+            let asked = irqlab_rt::sys::now().0;
             sh.reschedule();
             wait_while(sh, || sh.wanted() != Some(d) && sh.outstanding(d) > 0);
             if sh.wanted() != Some(d) {
                 continue;
             }
             let r = slice(sh, Role::Pseudo(d));
+            let mut h = lock(&sh.handoffs);
+            if h.len() < 1 << 16 {
+                h.push((asked, sh.token_ns.load(Ordering::SeqCst)));
+            }
+            drop(h);
             if let Err(e) = r {
                 sh.fail(e);
                 return;
@@ -266,6 +272,7 @@ fn slice(sh: &Shared, role: Role) -> Result<bool, VmmError> {
         vcpu.set_kvm_immediate_exit(0);
     }
     if let Role::Pseudo(_) = role {
+        sh.token_ns.store(irqlab_rt::sys::now().0, Ordering::SeqCst);
         sh.pseudo_slices.fetch_add(1, Ordering::Relaxed);
     }
     let t0 = irqlab_rt::sys::now();
@@ -308,6 +315,7 @@ fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<bool, VmmError> {
     loop {
         if let Some((what, ms)) = lock(&sh.hang).take() {
             let rip = Some(rip(vcpu));
+            let what = format!("{what} [{}]", crate::host::hang_state(sh, vcpu));
             return Err(VmmError::GuestHung { what, ms, rip });
         }
         if sh.stopping() {
@@ -401,6 +409,14 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                 }
                 PORT_READY => {
                     sh.ready.store(true, Ordering::SeqCst);
+                    // Timer devices start now: a storm during the boot
+                    // (interrupts disabled, the work loop calibrating)
+                    // slowed the guest down and once stopped it.
+                    for (b, p) in sh.backings.iter().zip(&sh.timers) {
+                        if let Some(Err(e)) = p.map(|p| b.arm(p)) {
+                            return Step::Fail(Box::new(move |_| e));
+                        }
+                    }
                     // An MSI that arrived before the guest enabled its LAPIC
                     // was discarded (a software-disabled LAPIC accepts no
                     // fixed interrupts), and a full ring injects no more:

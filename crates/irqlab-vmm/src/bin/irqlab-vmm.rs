@@ -9,6 +9,11 @@
 //! * `irqlab-vmm storm --scheme baseline|vint [--util PCT] [--no-storm]
 //!   [--seconds S] [--summary]` -- VINT Figure 12's decoder under an
 //!   interrupt storm on this VMM (JSON; `--summary`: one line);
+//! * `irqlab-vmm throughput --scheme baseline|baseline_1ms|vint [--util PCT]
+//!   [--seconds S]` -- VINT Figure 11's UDP stream through the guest's echo,
+//!   one 1500-byte datagram in flight (JSON);
+//! * `irqlab-vmm cost --scheme baseline|vint [--events N]` -- VINT Table
+//!   III's analogue: per-injection stage times and CPU per event (JSON);
 //! * `irqlab-vmm echo [--events N] [--budget US --period US] [--dsr-cost US]
 //!   [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE]` -- boot the
 //!   guest with a UDP NIC, send N datagrams one at a time (at least
@@ -377,7 +382,8 @@ fn storm(args: &[String]) -> Result<(), String> {
     if !(1..=600).contains(&secs) {
         return Err(format!("--seconds: {secs} must be 1..600"));
     }
-    let cfg = irqlab_vmm::case::storm(util, vint, with_storm).map_err(|e| e.to_string())?;
+    let mut cfg = irqlab_vmm::case::storm(util, vint, with_storm).map_err(|e| e.to_string())?;
+    cfg.reraise = !args.iter().any(|a| a == "--no-reraise");
     let wall = std::time::Instant::now();
     let vmm = boot(cfg)?;
     std::thread::sleep(Duration::from_secs(secs));
@@ -525,6 +531,219 @@ fn exits() -> Result<(), String> {
     Ok(())
 }
 
+fn scheme_arg(args: &[String]) -> Result<&str, String> {
+    args.iter()
+        .position(|a| a == "--scheme")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str)
+        .ok_or_else(|| "--scheme is required".to_string())
+}
+
+/// Pin the calling thread (a client) away from the VMM's CPU (the last).
+fn pin_client() {
+    let cpus = irqlab_rt::sys::allowed_cpus();
+    if cpus.len() > 1 {
+        let _ = irqlab_rt::sys::pin(0, cpus[0]);
+    }
+}
+
+/// p50 / p99 / max / mean of a sample, ns.
+fn stats(mut v: Vec<u64>) -> serde_json::Value {
+    v.sort_unstable();
+    let n = v.len();
+    let q = |p: f64| {
+        v.get(((n as f64 * p) as usize).min(n.saturating_sub(1)))
+            .copied()
+    };
+    let mean = v.iter().sum::<u64>() as f64 / n.max(1) as f64;
+    serde_json::json!({"n": n, "p50": q(0.5), "p99": q(0.99), "max": v.last(),
+                       "mean": (n > 0).then_some(mean)})
+}
+
+fn servers_json(r: &irqlab_vmm::VmmReport) -> serde_json::Value {
+    serde_json::json!(r.runtime.as_ref().map(|r| r
+        .servers
+        .iter()
+        .map(
+            |v| serde_json::json!({"name": v.name, "budget_ns": v.budget_ns,
+            "period_ns": v.period_ns, "cpu_time_ns": v.cpu_time_ns, "share": v.share})
+        )
+        .collect::<Vec<_>>()))
+}
+
+/// VINT §VII-C / Figure 11 on this VMM (`irqlab_vmm::case::throughput`): a
+/// client on another CPU sends 1500-byte datagrams with one in flight (the
+/// simulator's model of TCP: a window of one), the next 20 us after the
+/// echo of the previous came back (a reply missing for 50 ms is counted
+/// and the stream goes on).
+fn throughput(args: &[String]) -> Result<(), String> {
+    use irqlab_vmm::case;
+    let scheme = case::Scheme::parse(scheme_arg(args)?).map_err(|e| e.to_string())?;
+    let util = arg(args, "--util")?.unwrap_or(40);
+    let secs = arg(args, "--seconds")?.unwrap_or(5);
+    if !(1..=600).contains(&secs) {
+        return Err(format!("--seconds: {secs} must be 1..600"));
+    }
+    let cfg = case::throughput(util, scheme).map_err(|e| e.to_string())?;
+    let vmm = boot(cfg)?;
+    pin_client();
+    let addr = vmm.device_addr(0).ok_or("no NIC address")?;
+    let c = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    c.set_read_timeout(Some(Duration::from_millis(50)))
+        .map_err(|e| e.to_string())?;
+    let mut out = [0u8; case::SEGMENT];
+    let mut buf = [0u8; 2048];
+    let (mut sent, mut replies, mut timeouts) = (0u64, 0u64, 0u64);
+    let t0 = std::time::Instant::now();
+    let end = t0 + Duration::from_secs(secs);
+    while std::time::Instant::now() < end {
+        out[..8].copy_from_slice(&sent.to_le_bytes());
+        c.send_to(&out, addr).map_err(|e| e.to_string())?;
+        loop {
+            match c.recv_from(&mut buf) {
+                Ok((n, _)) if n >= 8 && buf[..8] == out[..8] => {
+                    replies += 1;
+                    break;
+                }
+                Ok(_) => continue, // a late echo of an earlier datagram
+                Err(_) => {
+                    timeouts += 1;
+                    break;
+                }
+            }
+        }
+        sent += 1;
+        let t = std::time::Instant::now();
+        while t.elapsed() < Duration::from_micros(20) {
+            std::hint::spin_loop();
+        }
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let s = vmm.stop();
+    if let Some(e) = s.error {
+        return Err(e.to_string());
+    }
+    let d = &s.report.devices[0];
+    let cpu: u64 = s
+        .report
+        .runtime
+        .as_ref()
+        .map_or(0, |r| r.servers.iter().map(|v| v.cpu_time_ns).sum());
+    println!(
+        "{}",
+        serde_json::json!({
+            "scheme": scheme_arg(args)?, "util": util, "seconds": wall,
+            "sent": sent, "replies": replies, "timeouts": timeouts,
+            "mbps": replies as f64 * case::SEGMENT as f64 * 8.0 / wall / 1e6,
+            "cpu_per_packet_ns": cpu as f64 / d.completed.max(1) as f64,
+            "received": d.received, "injected": d.injected, "dropped": d.dropped,
+            "pending": d.pending, "completed": d.completed, "in_guest": d.in_guest,
+            "pseudo_slices": s.report.exits.pseudo_slices,
+            "reraises": s.report.exits.reraises,
+            "host_stall_ns": s.report.host_stall_ns(),
+            "servers": servers_json(&s.report),
+        })
+    );
+    Ok(())
+}
+
+/// VINT Table III's analogue on this VMM (`irqlab_vmm::case::cost`): N
+/// datagrams one at a time, 2 ms apart, to an idle guest; per injection
+/// the host's stage times (arrival -> injection ioctl -> guest ISR entry
+/// -> DSR start; DSR end -> the VMM's completion), with vINT the pseudo-VCPU
+/// thread's wake-up (injection -> it asks for the VCPU) and handoff (asks
+/// -> holds it); CPU per event of the servers, the top half and the
+/// supervisor.
+fn cost(args: &[String]) -> Result<(), String> {
+    let vint = match scheme_arg(args)? {
+        "baseline" => false,
+        "vint" => true,
+        s => return Err(format!("--scheme: {s:?} is not baseline or vint")),
+    };
+    let n = arg(args, "--events")?.unwrap_or(1000);
+    if !(10..=100_000).contains(&n) {
+        return Err(format!("--events: {n} must be 10..100000"));
+    }
+    let vmm = boot(irqlab_vmm::case::cost(vint))?;
+    pin_client();
+    let addr = vmm.device_addr(0).ok_or("no NIC address")?;
+    let c = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    c.set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 64];
+    let mut lost = 0u64;
+    for i in 0..n {
+        let pace = std::time::Instant::now() + Duration::from_millis(2);
+        c.send_to(&i.to_le_bytes(), addr)
+            .map_err(|e| e.to_string())?;
+        if c.recv_from(&mut buf).is_err() {
+            lost += 1;
+        }
+        if let Some(rest) = pace.checked_duration_since(std::time::Instant::now()) {
+            std::thread::sleep(rest);
+        }
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let s = vmm.stop();
+    if let Some(e) = s.error {
+        return Err(e.to_string());
+    }
+    let r = &s.report;
+    let ev = &r.events;
+    let gap = |f: fn(&irqlab_vmm::EventRecord) -> (u64, u64)| {
+        stats(
+            ev.iter()
+                .map(f)
+                .filter(|&(a, b)| a > 0 && b >= a)
+                .map(|(a, b)| b - a)
+                .collect(),
+        )
+    };
+    // Each event's pseudo-VCPU slice: the first handoff asked at or after
+    // its injection and before the next event's.
+    let (mut wake, mut handoff) = (Vec::new(), Vec::new());
+    let h = &r.pseudo_handoffs;
+    for (k, e) in ev.iter().enumerate() {
+        let next = ev.get(k + 1).map_or(u64::MAX, |x| x.inject_ns);
+        let i = h.partition_point(|&(a, _)| a < e.inject_ns);
+        if let Some(&(a, g)) = h.get(i).filter(|&&(a, g)| a < next && g >= a) {
+            wake.push(a - e.inject_ns);
+            handoff.push(g - a);
+        }
+    }
+    let d = &r.devices[0];
+    let done = d.completed.max(1) as f64;
+    let rt = r.runtime.as_ref();
+    let cpu: u64 = rt.map_or(0, |r| r.servers.iter().map(|v| v.cpu_time_ns).sum());
+    let (sup_cpu, passes) = rt.map_or((0, 0), |r| {
+        r.supervisors
+            .iter()
+            .fold((0, 0), |(c, p), s| (c + s.cpu_time_ns, p + s.passes))
+    });
+    println!(
+        "{}",
+        serde_json::json!({
+            "scheme": scheme_arg(args)?, "events": n, "lost": lost,
+            "received": d.received, "injected": d.injected, "dropped": d.dropped,
+            "pending": d.pending, "completed": d.completed,
+            "to_inject": gap(|e| (e.arrival_ns, e.inject_ns)),
+            "inject_to_isr": gap(|e| (e.inject_ns, e.isr_ns)),
+            "isr_to_dsr": gap(|e| (e.isr_ns, e.dsr_start_ns)),
+            "dsr_end_to_done": gap(|e| (e.dsr_end_ns, e.done_ns)),
+            "to_done": gap(|e| (e.arrival_ns, e.done_ns)),
+            "wake": stats(wake), "handoff": stats(handoff),
+            "cpu_per_event_ns": cpu as f64 / done,
+            "top_half_cpu_per_event_ns": rt.map_or(0, |r| r.top_half_cpu_ns) as f64 / done,
+            "supervisor_cpu_per_pass_ns": sup_cpu as f64 / passes.max(1) as f64,
+            "supervisor_passes_per_event": passes as f64 / done,
+            "pseudo_slices": r.exits.pseudo_slices,
+            "host_stall_ns": r.host_stall_ns(),
+            "servers": servers_json(r),
+        })
+    );
+    Ok(())
+}
+
 fn strip_histograms(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {
@@ -549,7 +768,9 @@ fn main() -> ExitCode {
         Some("rtt") => rtt(&args[1..]),
         Some("model") => model(&args[1..]),
         Some("storm") => storm(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--seconds S] [--summary] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE] [--summary]".into()),
+        Some("throughput") => throughput(&args[1..]),
+        Some("cost") => cost(&args[1..]),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--no-reraise] [--seconds S] [--summary] | throughput --scheme baseline|baseline_1ms|vint [--util PCT] [--seconds S] | cost --scheme baseline|vint [--events N] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
