@@ -133,7 +133,7 @@ pub struct GuestSchedReport {
     pub timer_armed: bool,
     pub timer_interrupts: u64,
     /// Host ns per iteration of the guest's work loop (its calibration at
-    /// boot, the fastest of six trials: how a WCET becomes CPU work).
+    /// boot, the fastest of 16 short trials: how a WCET becomes CPU work).
     pub work_loop_ns: f64,
     pub tasks: Vec<TaskReport>,
     /// The first `JOB_SLOTS` completed jobs, in completion order.
