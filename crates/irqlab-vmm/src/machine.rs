@@ -680,6 +680,9 @@ impl Vmm {
                 crate::vcpu::ap_body(&sh, ctx, i)
             })?;
         }
+        // The run starts before the VCPU thread can: the guest's own clock
+        // (its task releases) never runs ahead of `duration_ns`.
+        let t0 = irqlab_rt::sys::now();
         rt.start()?;
         let releaser = if cfg.vint.iter().any(Option::is_some) {
             let sh = shared.clone();
@@ -704,7 +707,7 @@ impl Vmm {
             rt: Some(rt),
             watchdog: Some(watchdog),
             releaser,
-            t0: irqlab_rt::sys::now(),
+            t0,
         })
     }
 
