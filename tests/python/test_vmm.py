@@ -52,8 +52,10 @@ def test_vint_kvm_storm_runs_on_the_real_vmm(tmp_path: Path) -> None:
     # every claim breaks under its falsifier (the other scheme's run)
     assert all(c.falsifier is not None and c.falsifier.holds is False for c in r.checks), [
         (c.claim, c.falsifier) for c in r.checks]
+    # At 40 % the Baseline's 4 ms per period pays for about 30 storm events
+    # of ~130 us each (docs/reproductions.md): over twice the counter's 10.
     for b in kvm["Baseline"]:
-        assert b["devices"][0]["injected"] > 3 * 10 * (b["wall_ns"] // 10_000_000 + 2)
+        assert b["devices"][0]["injected"] > 2 * 10 * (b["wall_ns"] // 10_000_000 + 2)
     assert all(not q["devices"] for q in kvm["Baseline, no storm"])
     # The paper's claim as an ordering: vINT keeps the decoder running where
     # the Baseline's storm takes the VCPU.
