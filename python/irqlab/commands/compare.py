@@ -19,7 +19,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from irqlab.model import parse_duration
+from irqlab.commands.run import duration_and_seed
 
 if TYPE_CHECKING:
     from irqlab.compare import Comparison
@@ -41,14 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from irqlab import runtime
     from irqlab.compare import compare
 
-    duration = None
-    if args.duration is not None:
-        try:
-            duration = parse_duration(args.duration)
-        except ValueError as e:
-            raise ValueError(f"--duration: {e}") from None
-    if args.seed is not None and args.seed < 0:
-        raise ValueError(f"--seed: {args.seed} must be non-negative")
+    duration = duration_and_seed(args)
     try:
         c = compare(args.model, duration_ns=duration, seed=args.seed, out=args.out)
     except runtime.RuntimeUnavailable as e:

@@ -56,10 +56,9 @@ def _platform_lines(rep: dict) -> list[str]:
     return lines
 
 
-def run(args: argparse.Namespace) -> int:
-    """``irqlab run MODEL.yaml``."""
-    from irqlab import runtime
-
+def duration_and_seed(args: argparse.Namespace) -> int | None:
+    """``--duration`` in ns (None: the model's) after checking it and
+    ``--seed`` (used by ``run`` and ``compare``)."""
     duration = None
     if args.duration is not None:
         try:
@@ -68,6 +67,14 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError(f"--duration: {e}") from None
     if args.seed is not None and args.seed < 0:
         raise ValueError(f"--seed: {args.seed} must be non-negative")
+    return duration
+
+
+def run(args: argparse.Namespace) -> int:
+    """``irqlab run MODEL.yaml``."""
+    from irqlab import runtime
+
+    duration = duration_and_seed(args)
     try:
         if args.check:
             notes = runtime.check_model(args.model)
