@@ -805,7 +805,20 @@ impl Runtime {
             self.shutdown();
             return Err(e);
         }
-        for (h, body) in std::mem::take(&mut self.pending) {
+        let pending = std::mem::take(&mut self.pending);
+        // Every managed thread is runnable in the core from the start, made
+        // so here rather than by the thread itself: a thread waiting at the
+        // background priority behind a dispatched thread that never blocks
+        // (a full-budget server) would never run to say it is runnable, and
+        // its server would never be chosen. A dispatched server whose thread
+        // has not registered yet is boosted once it does.
+        for (h, _) in &pending {
+            let cpu = &self.shared.cpus[h.cpu];
+            park::critical(|| {
+                let _ = cpu.lock().sched.wakeup(sys::now(), h.id, None);
+            });
+        }
+        for (h, body) in pending {
             let shared = self.shared.clone();
             let what = {
                 let st = self.shared.cpus[h.cpu].lock();
@@ -818,6 +831,9 @@ impl Runtime {
             )?);
         }
         self.shared.started.open();
+        for cpu in &self.shared.cpus {
+            cpu.kick();
+        }
         Ok(())
     }
 
@@ -1279,6 +1295,11 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
     if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
         shared.warn(format!("thread {}: {e}", h.id.0));
     }
+    // The core made this thread runnable at `start`, so a supervisor pass
+    // may have boosted it before `enter_thread` put it back at the
+    // background priority: have the next pass apply its priority again.
+    park::critical(|| cpu.lock().threads[h.id.0].applied = None);
+    cpu.kick();
     shared.started.wait();
     let ctx = TaskCtx {
         shared: shared.clone(),
@@ -1286,12 +1307,6 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
         id: h.id,
         sh: sh.clone(),
     };
-    park::critical(|| {
-        let mut st = cpu.lock();
-        let now = sys::now();
-        let _ = st.sched.wakeup(now, h.id, None);
-    });
-    cpu.kick();
     if !shared.stop.load(Ordering::SeqCst) {
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&ctx)));
         if r.is_err() {
