@@ -542,7 +542,7 @@ fn top_half(shared: Arc<Shared>, slots: Arc<Slots>) {
     let mut upcalls = std::mem::take(&mut *io.upcalls.lock().unwrap_or_else(|e| e.into_inner()));
     let cpu0 = sys::own_cpu_time();
     let mut ready = Vec::with_capacity(64);
-    shared.started.wait();
+    shared.wait_start();
     while !shared.stop.load(Ordering::SeqCst) {
         ready.clear();
         io.waiter.wait(&mut ready);
@@ -802,12 +802,10 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, slots: Arc<Slots>) {
     let sh = cpu.lock().threads[id.0].sh.clone();
     park::attach(&sh.park);
     let tid = sys::gettid();
-    let original = sys::get_policy(0).ok();
-    crate::register_thread(&shared, &cpu, id, tid, original);
-    if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
+    if let Err(e) = crate::enter_managed(&shared, &cpu, id, false) {
         shared.warn(format!("I/O VCPU thread {}: {e}", class.index));
     }
-    shared.started.wait();
+    shared.wait_start();
     while !shared.stop.load(Ordering::SeqCst) {
         // Take a job, or block in the core until the top half queues one.
         let job = park::critical(|| {

@@ -311,6 +311,9 @@ pub(crate) struct Shared {
     pub cpus: Vec<Arc<CpuShared>>,
     pub stop: AtomicBool,
     pub started: Gate,
+    /// Threads started by `start` that are in place (pinned, at their
+    /// priority) and wait for `started`.
+    entered: (Mutex<usize>, std::sync::Condvar),
     pub io: io::IoShared,
     pub warnings: Mutex<Vec<String>>,
     pub t0: AtomicU64,
@@ -320,6 +323,26 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
+    /// A thread started by `start` is in place: count it, and wait for
+    /// the start.
+    pub fn wait_start(&self) {
+        *self.entered.0.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        self.entered.1.notify_all();
+        self.started.wait();
+    }
+
+    /// Wait until `n` threads are in place (`wait_start`) or `bound` has
+    /// passed; returns how many are.
+    fn wait_entered(&self, n: usize, bound: std::time::Duration) -> usize {
+        let g = self.entered.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (g, _) = self
+            .entered
+            .1
+            .wait_timeout_while(g, bound, |k| *k < n)
+            .unwrap_or_else(|e| e.into_inner());
+        *g
+    }
+
     pub fn warn(&self, w: String) {
         self.warnings
             .lock()
@@ -465,6 +488,7 @@ impl Runtime {
                 cpus,
                 stop: AtomicBool::new(false),
                 started: Gate::default(),
+                entered: Default::default(),
                 io,
                 warnings: Mutex::new(warnings),
                 t0: AtomicU64::new(0),
@@ -748,10 +772,9 @@ impl Runtime {
                  there wait while it runs"
             ));
         }
-        let t0 = sys::now();
-        self.shared.t0.store(t0.0, Ordering::SeqCst);
+        let t = sys::now();
         for cpu in &self.shared.cpus {
-            cpu.lock().last_step = t0;
+            cpu.lock().last_step = t;
         }
         // Supervisors first, so threads are scheduled from their first step.
         for cpu in self.shared.cpus.clone() {
@@ -830,6 +853,25 @@ impl Runtime {
                 move || managed_thread(shared, h, body),
             )?);
         }
+        // Time 0 (of periodic releases and of the report's shares) is when
+        // every thread is in place: on a loaded machine a new thread may
+        // wait tens of ms for its first run as SCHED_OTHER, which would
+        // otherwise count as lateness of the first jobs and as CPU time a
+        // server did not get.
+        let waiting = self.handles.len() - self.shared.cpus.len();
+        let bound =
+            std::time::Duration::from_nanos(self.shared.cfg.stop_timeout.0.max(1_000_000_000));
+        let entered = self.shared.wait_entered(waiting, bound);
+        if entered < waiting {
+            self.shared.warn(format!(
+                "{} of {waiting} runtime threads were not in place {} ms after the start; \
+                 started without them (real-time threads that may run there: {})",
+                waiting - entered,
+                bound.as_millis(),
+                competitors_text(&self.shared.cfg.cpus)
+            ));
+        }
+        self.shared.t0.store(sys::now().0, Ordering::SeqCst);
         self.shared.started.open();
         for cpu in &self.shared.cpus {
             cpu.kick();
@@ -892,10 +934,12 @@ impl Runtime {
     /// (plus the report's collection): a thread still running then is in
     /// `Report::unreturned_threads` and the warnings.
     pub fn stop(mut self) -> Report {
-        let t_end = sys::now();
         // Kernel upcalls first: what arrives from now on takes the fd's
         // normal path, which is still running.
         let kernel = kupcall::detach_all(&mut self.kupcalls);
+        // The end of the run is when the threads are told to stop (the
+        // shares count their CPU time up to there).
+        let t_end = sys::now();
         self.shutdown();
         binding::finish(&self.shared);
         let mut r = Report::collect(&self.shared, t_end);
@@ -952,24 +996,50 @@ pub(crate) fn sporadic(
     )?)
 }
 
-/// Record the calling thread (`tid`) as managed thread `id` of `cpu`: its
-/// CPU clock, its policy to restore, and the priority it has now.
-pub(crate) fn register_thread(
+/// Make the calling thread managed thread `id` of `cpu`: record it (its
+/// tid, CPU clock and the policy to restore), put it at the background
+/// priority, make it runnable in the core if `runnable`, and only then pin
+/// it to the CPU. Returns its tid, or the kernel's refusal to move it (the
+/// thread is registered either way; `leave_thread` undoes it).
+///
+/// The order is what makes a thread that never gets its CPU on its own
+/// still schedulable: behind a dispatched thread that never blocks, a
+/// thread at the background priority does not run again until the
+/// supervisor boosts it, so everything the supervisor needs to choose its
+/// server and boost it happens before the pin. The priority is set under
+/// the CPU's lock, like every change the supervisor makes, so the
+/// priority recorded as applied is the one the thread has (no supervisor
+/// pass can boost it in between and be undone).
+pub(crate) fn enter_managed(
     shared: &Shared,
     cpu: &CpuShared,
     id: ThreadId,
-    tid: Tid,
-    original: Option<SchedPolicy>,
-) {
-    park::critical(|| {
+    runnable: bool,
+) -> Result<Tid, RtError> {
+    let tid = sys::gettid();
+    let original = sys::get_policy(0).ok();
+    let fifo = park::critical(|| {
         let mut st = cpu.lock();
+        let fifo = if shared.mode == Mode::Fifo {
+            sys::set_fifo(0, shared.cfg.bg_priority).map(|_| Some(shared.cfg.bg_priority))
+        } else {
+            Ok(None)
+        };
         let rec = &mut st.threads[id.0];
         rec.tid = Some(tid);
         rec.clock = Some(sys::thread_cpu_clock(tid));
         rec.last_cpu = sys::clock(sys::thread_cpu_clock(tid)).unwrap_or(Nanos::ZERO);
         rec.original = original;
-        rec.applied = (shared.mode == Mode::Fifo).then_some(shared.cfg.bg_priority);
+        rec.applied = fifo.as_ref().ok().copied().flatten();
+        if runnable {
+            let _ = st.sched.wakeup(sys::now(), id, None);
+        }
+        fifo
     });
+    cpu.kick();
+    fifo?;
+    sys::pin(0, cpu.cpu)?;
+    Ok(tid)
 }
 
 pub(crate) fn add_thread(
@@ -1051,17 +1121,15 @@ impl RtHandle {
         let (h, sh) = add_thread(shared, server, name, prio, None)?;
         let cpu = shared.cpus[h.cpu].clone();
         let affinity = sys::affinity();
-        let original = sys::get_policy(0).ok();
         park::attach(&sh.park);
-        enter_thread(shared, cpu.cpu, shared.cfg.bg_priority)?;
         let tid = sys::gettid();
-        register_thread(shared, &cpu, h.id, tid, original);
-        park::critical(|| {
-            let mut st = cpu.lock();
-            let now = sys::now();
-            let _ = st.sched.wakeup(now, h.id, None);
-        });
-        cpu.kick();
+        if let Err(e) = enter_managed(shared, &cpu, h.id, true) {
+            leave_thread(shared, &cpu, h.id, tid);
+            if let Some(set) = affinity {
+                sys::set_affinity(0, &set);
+            }
+            return Err(e);
+        }
         Ok(Joined {
             ctx: TaskCtx {
                 shared: shared.clone(),
@@ -1288,19 +1356,13 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
     let sh = cpu.lock().threads[h.id.0].sh.clone();
     park::attach(&sh.park);
     let tid = sys::gettid();
-    let original = sys::get_policy(0).ok();
-    // Known (tid, policy) before it moves to its CPU, so a stop can restore
-    // a thread that never gets that CPU (a competing real-time thread).
-    register_thread(&shared, &cpu, h.id, tid, original);
-    if let Err(e) = enter_thread(&shared, cpu.cpu, shared.cfg.bg_priority) {
+    // Already runnable in the core (`start`); registered before it moves to
+    // its CPU, so a stop can restore a thread that never gets that CPU (a
+    // competing real-time thread).
+    if let Err(e) = enter_managed(&shared, &cpu, h.id, false) {
         shared.warn(format!("thread {}: {e}", h.id.0));
     }
-    // The core made this thread runnable at `start`, so a supervisor pass
-    // may have boosted it before `enter_thread` put it back at the
-    // background priority: have the next pass apply its priority again.
-    park::critical(|| cpu.lock().threads[h.id.0].applied = None);
-    cpu.kick();
-    shared.started.wait();
+    shared.wait_start();
     let ctx = TaskCtx {
         shared: shared.clone(),
         cpu: cpu.clone(),

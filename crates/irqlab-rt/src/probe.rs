@@ -140,7 +140,7 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
         p.fifo = fifo;
         p.cfg.interval
     };
-    shared.started.wait();
+    shared.wait_start();
     let mut due = sys::now() + interval;
     while !shared.stop.load(Ordering::SeqCst) {
         let ts = libc::timespec {

@@ -96,6 +96,67 @@ fn registered_thread_runs_under_its_server_and_leaves_cleanly() {
     assert_eq!(aff0, aff1, "affinity restored after leaving");
 }
 
+/// A thread joins (`RtHandle::join_current`) a more urgent server on a
+/// CPU where a thread of a full-budget server (budget = period: never
+/// depleted, never blocking) holds a foreground priority. The joining
+/// thread reaches that CPU at the background priority and cannot run there
+/// until the supervisor boosts it, so everything the supervisor needs
+/// (its registration, its wake-up in the core) must happen before it
+/// moves: it then gets its server's share at once. (Registered after the
+/// move, it waited until the stop.)
+#[test]
+fn a_thread_joins_behind_a_never_blocking_thread() {
+    let _g = common::serial();
+    let Some(mut rt) = common::fifo_runtime() else {
+        return;
+    };
+    let full = rt
+        .main_vcpu("full", Nanos::from_ms(10), Nanos::from_ms(10), None)
+        .expect("server");
+    rt.spawn(full, "never-blocks", 0, |ctx| {
+        while ctx.running() {
+            std::hint::spin_loop();
+        }
+    })
+    .expect("spawn");
+    let s = rt
+        .main_vcpu("joined", Nanos::from_us(300), Nanos::from_ms(1), None)
+        .expect("server");
+    rt.start().expect("start");
+    let handle = rt.handle();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let worker = std::thread::spawn(move || {
+        let me = handle.join_current(s, "mine", 0).expect("join");
+        let _ = tx.send(());
+        let (t0, c0) = (me.now(), irqlab_rt::sys::own_cpu_time());
+        while me.running() && me.now() < t0 + Nanos::from_ms(500) {
+            std::hint::spin_loop();
+        }
+        let (t1, c1) = (me.now(), irqlab_rt::sys::own_cpu_time());
+        (c1 - c0).0 as f64 / (t1 - t0).0 as f64
+    });
+    let joined = rx.recv_timeout(Duration::from_secs(5)).is_ok();
+    let share = if joined {
+        Some(worker.join().expect("worker"))
+    } else {
+        None
+    };
+    let r = rt.stop();
+    assert!(
+        joined,
+        "join_current did not return within 5 s behind a never-blocking thread"
+    );
+    let share = share.unwrap_or_default();
+    let hog = r.server("full").expect("full");
+    eprintln!("joined share {share:.4}, full share {:.4}", hog.share);
+    assert!(
+        (0.27..=0.33).contains(&share),
+        "joined thread got {:.1} %",
+        share * 100.0
+    );
+    assert!(hog.share > 0.5, "{hog:?}");
+}
+
 /// One supervisor per managed CPU: two CPU-bound threads in servers on two
 /// CPUs get their own budgets (30 % and 50 %) at the same time.
 #[test]
