@@ -30,7 +30,7 @@ def test_progress_callback_sees_time_advance() -> None:
     assert r.metrics == load(PATH).simulate(duration_ns=300_000_000).metrics
 
 
-def test_ctrl_c_gives_partial_metrics() -> None:
+def test_ctrl_c_gives_partial_metrics(sigint: None) -> None:
     def interrupt(now: int, duration: int) -> None:
         if now >= 50_000_000:
             os.kill(os.getpid(), signal.SIGINT)
@@ -45,7 +45,7 @@ def test_ctrl_c_gives_partial_metrics() -> None:
     assert high["released"] == pytest.approx(m["duration_ns"] / 10_000_000, abs=1)
 
 
-def test_cli_ctrl_c_exit_130(tmp_path: Path) -> None:
+def test_cli_ctrl_c_exit_130(tmp_path: Path, sigint: None) -> None:
     out = tmp_path / "out"
     p = subprocess.Popen([sys.executable, "-m", "irqlab", "simulate", str(PATH), "--out",
                           str(out), "--duration", "100000s", "--progress", "--no-plots"],

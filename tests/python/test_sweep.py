@@ -146,7 +146,7 @@ def test_interrupt_keeps_finished_points(tmp_path: Path) -> None:
     assert all("analysis.io_bounds[high/ttyACM0].latency_bound_ns" in r for r in rest.rows)
 
 
-def test_cli_ctrl_c_exit_130(tmp_path: Path) -> None:
+def test_cli_ctrl_c_exit_130(tmp_path: Path, sigint: None) -> None:
     grid = {**GRID, "duration": "1s", "mode": "simulate", "seeds": 400}
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(grid))
