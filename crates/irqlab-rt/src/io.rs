@@ -802,7 +802,7 @@ fn bottom_half_thread(shared: Arc<Shared>, class: IoClass, slots: Arc<Slots>) {
     let sh = cpu.lock().threads[id.0].sh.clone();
     park::attach(&sh.park);
     let tid = sys::gettid();
-    if let Err(e) = crate::enter_managed(&shared, &cpu, id, false) {
+    if let Err(e) = crate::enter_managed(&shared, &cpu, id, tid, false) {
         shared.warn(format!("I/O VCPU thread {}: {e}", class.index));
     }
     shared.wait_start();

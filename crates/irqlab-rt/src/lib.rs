@@ -996,11 +996,11 @@ pub(crate) fn sporadic(
     )?)
 }
 
-/// Make the calling thread managed thread `id` of `cpu`: record it (its
-/// tid, CPU clock and the policy to restore), put it at the background
+/// Make the calling thread (`tid`) managed thread `id` of `cpu`: record it
+/// (its CPU clock and the policy to restore), put it at the background
 /// priority, make it runnable in the core if `runnable`, and only then pin
-/// it to the CPU. Returns its tid, or the kernel's refusal to move it (the
-/// thread is registered either way; `leave_thread` undoes it).
+/// it to the CPU. An error is the kernel's refusal to move it (the thread
+/// is registered either way; `leave_thread` undoes it).
 ///
 /// The order is what makes a thread that never gets its CPU on its own
 /// still schedulable: behind a dispatched thread that never blocks, a
@@ -1014,9 +1014,9 @@ pub(crate) fn enter_managed(
     shared: &Shared,
     cpu: &CpuShared,
     id: ThreadId,
+    tid: Tid,
     runnable: bool,
-) -> Result<Tid, RtError> {
-    let tid = sys::gettid();
+) -> Result<(), RtError> {
     let original = sys::get_policy(0).ok();
     let fifo = park::critical(|| {
         let mut st = cpu.lock();
@@ -1038,8 +1038,7 @@ pub(crate) fn enter_managed(
     });
     cpu.kick();
     fifo?;
-    sys::pin(0, cpu.cpu)?;
-    Ok(tid)
+    sys::pin(0, cpu.cpu)
 }
 
 pub(crate) fn add_thread(
@@ -1123,7 +1122,7 @@ impl RtHandle {
         let affinity = sys::affinity();
         park::attach(&sh.park);
         let tid = sys::gettid();
-        if let Err(e) = enter_managed(shared, &cpu, h.id, true) {
+        if let Err(e) = enter_managed(shared, &cpu, h.id, tid, true) {
             leave_thread(shared, &cpu, h.id, tid);
             if let Some(set) = affinity {
                 sys::set_affinity(0, &set);
@@ -1359,7 +1358,7 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
     // Already runnable in the core (`start`); registered before it moves to
     // its CPU, so a stop can restore a thread that never gets that CPU (a
     // competing real-time thread).
-    if let Err(e) = enter_managed(&shared, &cpu, h.id, false) {
+    if let Err(e) = enter_managed(&shared, &cpu, h.id, tid, false) {
         shared.warn(format!("thread {}: {e}", h.id.0));
     }
     shared.wait_start();
