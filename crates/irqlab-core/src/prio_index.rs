@@ -1,7 +1,9 @@
 //! An index of waiting servers ordered by priority, answering "the earliest
 //! replenishment among servers more urgent than `k`" in O(log n).
 //!
-//! What it is: a treap keyed by `PriorityKey`, each node augmented with the
+//! What it is: a treap keyed by packed priority keys (one `u128` in the
+//! order of `PriorityKey`, the server id in its low 32 bits, as the
+//! scheduler's `IdHeap` keys), each node augmented with the
 //! minimum event time of its subtree. The scheduler keeps every runnable
 //! server that waits for budget here, so the `next_update` of QUEST-VCPU
 //! Alg. 1 lines 13-17 (earliest `next-event` of a higher-priority runnable
@@ -13,14 +15,14 @@
 
 use alloc::vec::Vec;
 
-use crate::server::PriorityKey;
+use crate::id_heap::id_of;
 use crate::time::Nanos;
 
 const NIL: u32 = u32::MAX;
 
 #[derive(Clone, Debug)]
 struct Node {
-    key: PriorityKey,
+    key: u128,
     time: Nanos,
     heap: u64,
     left: u32,
@@ -78,11 +80,11 @@ impl PrioIndex {
     }
 
     /// Split `t` into (keys < k, keys >= k).
-    fn split(&mut self, t: u32, k: &PriorityKey) -> (u32, u32) {
+    fn split(&mut self, t: u32, k: u128) -> (u32, u32) {
         if t == NIL {
             return (NIL, NIL);
         }
-        if self.nodes[t as usize].key < *k {
+        if self.nodes[t as usize].key < k {
             let r = self.nodes[t as usize].right;
             let (a, b) = self.split(r, k);
             self.nodes[t as usize].right = a;
@@ -120,10 +122,10 @@ impl PrioIndex {
         }
     }
 
-    /// Insert server `key.id` with event time `time` (replaces an existing
-    /// entry for the same id).
-    pub fn insert(&mut self, key: PriorityKey, time: Nanos) {
-        let id = key.id;
+    /// Insert server `id_of(key)` with event time `time` (replaces an
+    /// existing entry for the same id).
+    pub fn insert(&mut self, key: u128, time: Nanos) {
+        let id = id_of(key);
         self.remove(id);
         if self.nodes.len() <= id {
             self.nodes.resize(
@@ -149,7 +151,7 @@ impl PrioIndex {
             present: true,
         };
         let root = self.root;
-        let (l, r) = self.split(root, &key);
+        let (l, r) = self.split(root, key);
         let m = self.merge(l, id as u32);
         self.root = self.merge(m, r);
         self.len += 1;
@@ -162,13 +164,10 @@ impl PrioIndex {
         }
         let key = self.nodes[id].key;
         let root = self.root;
-        let (l, r) = self.split(root, &key);
-        // `r` starts with `key` itself: split it off at the next key.
-        let next = PriorityKey {
-            id: key.id + 1,
-            ..key
-        };
-        let (mid, r2) = self.split(r, &next);
+        let (l, r) = self.split(root, key);
+        // `r` starts with `key` itself: split it off at the next key (keys
+        // are distinct, their ids below 2^32 - 1).
+        let (mid, r2) = self.split(r, key + 1);
         debug_assert_eq!(mid, id as u32);
         self.nodes[id].present = false;
         self.root = self.merge(l, r2);
@@ -176,12 +175,12 @@ impl PrioIndex {
     }
 
     /// Earliest event time among entries with key strictly below `k`.
-    pub fn min_time_below(&self, k: &PriorityKey) -> Option<Nanos> {
+    pub fn min_time_below(&self, k: u128) -> Option<Nanos> {
         let mut best = Nanos::MAX;
         let mut t = self.root;
         while t != NIL {
             let n = &self.nodes[t as usize];
-            if n.key < *k {
+            if n.key < k {
                 best = best.min(n.time).min(self.min_of(n.left));
                 t = n.right;
             } else {
@@ -202,16 +201,10 @@ impl PrioIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::server::Class;
     use proptest::prelude::*;
 
-    fn k(key: u64, id: usize) -> PriorityKey {
-        PriorityKey {
-            class: Class::FixedPriority,
-            key,
-            tie: 1,
-            id,
-        }
+    fn k(key: u64, id: usize) -> u128 {
+        (u128::from(key) << 64) | id as u128
     }
 
     proptest! {
@@ -233,7 +226,7 @@ mod tests {
                 prop_assert_eq!(idx.len(), model.len());
                 let pk = k(probe, 20);
                 let want = model.iter().filter(|(&id, &(key, _))| k(key, id) < pk).map(|(_, &(_, t))| Nanos(t)).min();
-                prop_assert_eq!(idx.min_time_below(&pk), want);
+                prop_assert_eq!(idx.min_time_below(pk), want);
                 prop_assert_eq!(idx.min_time(), model.values().map(|&(_, t)| Nanos(t)).min());
             }
         }

@@ -37,7 +37,7 @@ use crate::error::CoreError;
 use crate::id_heap::{id_of, IdHeap};
 use crate::pibs::Pibs;
 use crate::prio_index::PrioIndex;
-use crate::server::{PriorityKey, Server, ServerPolicy, UnblockCtx};
+use crate::server::{Class, PriorityKey, Server, ServerPolicy, UnblockCtx};
 use crate::time::Nanos;
 
 /// Index of a server in its scheduler.
@@ -89,11 +89,11 @@ enum Place {
     Idle,
     /// Dispatched now.
     Running,
-    /// Runnable with budget.
-    Ready(PriorityKey),
+    /// Runnable with budget, in `ready` under this `packed` key.
+    Ready(u128),
     /// Runnable without budget; replenishment at `time` if any.
     Waiting {
-        key: PriorityKey,
+        key: u128,
         time: Option<Nanos>,
         background: bool,
     },
@@ -116,12 +116,6 @@ enum FpQueue {
 const FP_SMALL: usize = 32;
 
 impl FpQueue {
-    fn len(&self) -> usize {
-        match self {
-            FpQueue::Small(v) => v.len(),
-            FpQueue::Large(s) => s.len(),
-        }
-    }
     fn first(&self) -> Option<&FpEntry> {
         match self {
             FpQueue::Small(v) => v.first(),
@@ -174,12 +168,6 @@ enum RunQueue {
 }
 
 impl RunQueue {
-    fn len(&self) -> usize {
-        match self {
-            RunQueue::Fp(s) => s.len(),
-            RunQueue::Rr { queue, .. } => queue.len(),
-        }
-    }
     fn first(&self) -> Option<usize> {
         match self {
             RunQueue::Fp(s) => s.first().map(|e| e.2),
@@ -193,6 +181,9 @@ struct ServerSlot {
     name: String,
     server: Server,
     runq: RunQueue,
+    /// Runnable threads (the length of `runq`, kept here so that the hot
+    /// path does not look into the queue).
+    nrun: u32,
     place: Place,
 }
 
@@ -260,13 +251,18 @@ pub struct Scheduler {
 
 /// A priority key as one `u128` in the same order (class, key, tie, id),
 /// the id in the low 32 bits (`IdHeap`'s rule; `add_server` keeps ids
-/// below 2^32).
-#[inline]
+/// below 2^32 - 1).
+#[cfg(test)]
 fn packed(k: &PriorityKey) -> u128 {
-    (u128::from(k.class as u8) << 127)
-        | (u128::from(k.key) << 63)
-        | (u128::from(k.tie) << 55)
-        | k.id as u128
+    pack(k.class, k.key, k.tie, k.id)
+}
+
+#[inline]
+fn pack(class: Class, key: u64, tie: u8, id: usize) -> u128 {
+    (u128::from(class as u8) << 127)
+        | (u128::from(key) << 63)
+        | (u128::from(tie) << 55)
+        | id as u128
 }
 
 /// A replenishment timer as one `u128` ordered by (time, server).
@@ -332,6 +328,7 @@ impl Scheduler {
             name: name.into(),
             server,
             runq,
+            nrun: 0,
             place: Place::Idle,
         });
         Ok(ServerId(self.servers.len() - 1))
@@ -383,7 +380,7 @@ impl Scheduler {
         Ok(self.key_of(id.0))
     }
     pub fn is_runnable(&self, id: ServerId) -> Result<bool, CoreError> {
-        Ok(self.slot(id)?.runq.len() > 0)
+        Ok(self.slot(id)?.nrun > 0)
     }
     pub fn stats(&self) -> SchedStats {
         self.stats
@@ -414,7 +411,15 @@ impl Scheduler {
         }
     }
 
+    /// `packed(&self.key_of(id))`.
+    #[inline]
+    fn pkey(&self, id: usize) -> u128 {
+        let (class, key, tie) = self.servers[id].server.order();
+        pack(class, key, tie, id)
+    }
+
     /// Remove a server from whichever set holds it.
+    #[inline]
     fn unplace(&mut self, id: usize) {
         match core::mem::replace(&mut self.servers[id].place, Place::Idle) {
             Place::Idle | Place::Running => {}
@@ -436,42 +441,47 @@ impl Scheduler {
     /// Move a server to where it belongs at `now`. A ready server that stays
     /// ready with the same key is left in place: no set operation (the
     /// common case of a dispatched server that keeps its budget).
+    #[inline]
     fn replace(&mut self, id: usize, now: Nanos) {
-        if let Place::Ready(old) = self.servers[id].place {
-            if self.servers[id].runq.len() > 0 {
-                self.servers[id].server.update_budget(now);
-                if !self.servers[id].server.budget().is_zero() && self.key_of(id) == old {
-                    return;
-                }
-                self.unplace(id);
-                self.place_updated(id, now);
+        let slot = &mut self.servers[id];
+        if slot.nrun == 0 {
+            self.unplace(id);
+            return;
+        }
+        // Alg. 1 line 3: `update-budget` before checking the budget.
+        let (budget, (class, key, tie)) = slot.server.updated(now);
+        let key = pack(class, key, tie, id);
+        if let Place::Ready(old) = slot.place {
+            if old == key && !budget.is_zero() {
                 return;
             }
         }
         self.unplace(id);
-        self.place(id, now);
+        self.place_updated(id, now, key, budget);
     }
 
     /// Put an unplaced server where it belongs at `now` (Alg. 1 line 3:
     /// `update-budget` before checking the budget).
     fn place(&mut self, id: usize, now: Nanos) {
-        if self.servers[id].runq.len() == 0 {
-            self.servers[id].place = Place::Idle;
+        let slot = &mut self.servers[id];
+        if slot.nrun == 0 {
+            slot.place = Place::Idle;
             return;
         }
-        self.servers[id].server.update_budget(now);
-        self.place_updated(id, now);
+        let (budget, (class, key, tie)) = slot.server.updated(now);
+        self.place_updated(id, now, pack(class, key, tie, id), budget);
     }
 
-    /// `place` for a runnable server whose budget is up to date.
-    fn place_updated(&mut self, id: usize, now: Nanos) {
-        let key = self.key_of(id);
-        let s = &self.servers[id].server;
-        if !s.budget().is_zero() {
-            self.ready.insert(packed(&key));
+    /// `place` for a runnable server whose budget is up to date: its
+    /// packed key and budget.
+    #[inline]
+    fn place_updated(&mut self, id: usize, now: Nanos, key: u128, budget: Nanos) {
+        if !budget.is_zero() {
+            self.ready.insert(key);
             self.servers[id].place = Place::Ready(key);
             return;
         }
+        let s = &self.servers[id].server;
         let time = s.next_event(now);
         let background = s.background();
         if let Some(t) = time {
@@ -479,7 +489,7 @@ impl Scheduler {
             self.timers.insert(timer(t, id));
         }
         if background {
-            self.background.insert(packed(&key));
+            self.background.insert(key);
         }
         self.servers[id].place = Place::Waiting {
             key,
@@ -497,7 +507,7 @@ impl Scheduler {
         let dt = (now - self.t_prev) - core::mem::take(&mut self.stolen);
         let prev = self.current.take();
         if let Some(cur) = prev {
-            let runnable = self.servers[cur.server].runq.len() > 0;
+            let runnable = self.servers[cur.server].nrun > 0;
             let charged = if cur.background {
                 self.stats.background += dt;
                 Nanos::ZERO
@@ -541,8 +551,7 @@ impl Scheduler {
             if t > now {
                 break;
             }
-            self.unplace(id);
-            self.place(id, now);
+            self.replace(id, now);
         }
         // Line 3: highest priority with budget; else background; else idle.
         let (chosen, background) = match self.ready.first() {
@@ -558,7 +567,7 @@ impl Scheduler {
                 next_update: self.timers.first().map(timer_time),
             });
         };
-        let key = self.key_of(sid);
+        let key = self.pkey(sid);
         if background {
             self.unplace(sid);
             self.servers[sid].place = Place::Running;
@@ -591,7 +600,7 @@ impl Scheduler {
                 earliest(now + b);
             }
             // Lines 14-17: earliest next-event of a higher-priority VCPU.
-            if let Some(t) = self.waiting.min_time_below(&key) {
+            if let Some(t) = self.waiting.min_time_below(key) {
                 earliest(t);
             }
         }
@@ -636,7 +645,7 @@ impl Scheduler {
     /// `next_update` the last `schedule` returned.
     pub fn replenishment_due(&self) -> Option<Nanos> {
         match self.current {
-            Some(c) if !c.background => self.waiting.min_time_below(&self.key_of(c.server)),
+            Some(c) if !c.background => self.waiting.min_time_below(self.pkey(c.server)),
             _ => self.timers.first().map(timer_time),
         }
     }
@@ -686,12 +695,13 @@ impl Scheduler {
         self.stats.wakeups += 1;
         let sid = t.server;
         let running = self.current.is_some_and(|c| c.server == sid);
-        let was_active = running || self.servers[sid].runq.len() > 0;
+        let was_active = running || self.servers[sid].nrun > 0;
         // Line 1: place the thread on its VCPU's run queue.
         if !t.runnable {
             self.seq += 1;
             let entry = (Reverse(t.priority), self.seq, thread.0);
             let slot = &mut self.servers[sid];
+            slot.nrun += 1;
             match &mut slot.runq {
                 RunQueue::Fp(set) => {
                     set.insert(entry);
@@ -732,7 +742,7 @@ impl Scheduler {
         };
         Ok(match self.current {
             None => true,
-            Some(c) => c.background || k < self.key_of(c.server),
+            Some(c) => c.background || k < self.pkey(c.server),
         })
     }
 
@@ -747,6 +757,7 @@ impl Scheduler {
         self.stats.blocks += 1;
         let sid = t.server;
         let slot = &mut self.servers[sid];
+        slot.nrun -= 1;
         match &mut slot.runq {
             RunQueue::Fp(set) => {
                 if let Some(e) = t.fp_entry {

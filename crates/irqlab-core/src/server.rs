@@ -118,18 +118,23 @@ macro_rules! dispatch {
 }
 
 impl ServerPolicy for Server {
+    #[inline]
     fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
         dispatch!(self, s => s.end_timeslice(now, used, runnable))
     }
+    #[inline]
     fn update_budget(&mut self, now: Nanos) {
         dispatch!(self, s => s.update_budget(now))
     }
+    #[inline]
     fn next_event(&self, now: Nanos) -> Option<Nanos> {
         dispatch!(self, s => s.next_event(now))
     }
+    #[inline]
     fn unblock(&mut self, now: Nanos, ctx: UnblockCtx) {
         dispatch!(self, s => s.unblock(now, ctx))
     }
+    #[inline]
     fn budget(&self) -> Nanos {
         dispatch!(self, s => s.budget())
     }
@@ -151,6 +156,17 @@ impl Server {
         dispatch!(self, s => {
             let (class, key) = s.key();
             (class, key, s.tie())
+        })
+    }
+
+    /// `update_budget(now)`, then `budget()` and `order()`, in one dispatch
+    /// (the scheduler's hot path: Alg. 1 line 3 and the key it orders by).
+    #[inline]
+    pub fn updated(&mut self, now: Nanos) -> (Nanos, (Class, u64, u8)) {
+        dispatch!(self, s => {
+            s.update_budget(now);
+            let (class, key) = s.key();
+            (s.budget(), (class, key, s.tie()))
         })
     }
 

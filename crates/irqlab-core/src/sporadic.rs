@@ -136,16 +136,15 @@ impl SporadicServer {
     }
 
     /// `capacity(V)` of QUEST-VCPU §2.1: 0 if the head replenishment is in
-    /// the future, else `head_b - V_u` (may be negative after an overrun).
-    fn capacity(&self, now: Nanos) -> i128 {
-        match self.head() {
-            Some(h) if h.time <= now => h.amount.as_ns() as i128 - self.usage.as_ns() as i128,
-            _ => 0,
+    /// the future, else `head_b - V_u`. That may be negative after an
+    /// overrun; every use only compares it with 0 or takes it as a budget,
+    /// so it is kept at 0 or above (a negative capacity is no budget).
+    #[inline]
+    fn capacity(&self, now: Nanos) -> Nanos {
+        match self.queue.front() {
+            Some(h) if h.time <= now => h.amount.saturating_sub(self.usage),
+            _ => Nanos::ZERO,
         }
-    }
-
-    fn capacity_nanos(&self, now: Nanos) -> Nanos {
-        nanos_of(self.capacity(now))
     }
 
     /// Alg. 11 `budget-check`, past its line 1 (the caller found the
@@ -184,7 +183,7 @@ impl SporadicServer {
         }
         // Lines 17-20: depleted -> background; back to foreground at
         // head_t (the scheduler learns that time through `next_event`).
-        if self.capacity(now) <= 0 {
+        if self.capacity(now).is_zero() {
             self.foreground = false;
         }
     }
@@ -221,7 +220,7 @@ impl SporadicServer {
 
     /// Alg. 13 `unblock-check`.
     fn unblock_check(&mut self, now: Nanos) {
-        if self.capacity(now) > 0 {
+        if !self.capacity(now).is_zero() {
             self.foreground = true;
             // Line 4: advance the earliest replenishment to now.
             if let Some(f) = self.queue.front_mut() {
@@ -254,11 +253,6 @@ impl SporadicServer {
     }
 }
 
-/// A capacity as a budget (a negative one, after an overrun, is none).
-fn nanos_of(cap: i128) -> Nanos {
-    Nanos(cap.clamp(0, u64::MAX as i128) as u64)
-}
-
 impl ServerPolicy for SporadicServer {
     /// Alg. 3 `MAIN-VCPU-end-of-timeslice`.
     fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
@@ -266,24 +260,20 @@ impl ServerPolicy for SporadicServer {
         // Alg. 11 line 1: the capacity is computed once while nothing
         // changes it (the common slice that leaves budget)
         let mut cap = self.capacity(now);
-        if cap <= 0 {
+        if cap.is_zero() {
             self.budget_check_depleted(now);
             cap = self.capacity(now);
         }
-        if cap > 0 {
-            if !runnable {
-                self.split_check(now);
-                cap = self.capacity(now);
-            }
-            self.budget = nanos_of(cap);
-        } else {
-            self.budget = Nanos::ZERO;
+        if !cap.is_zero() && !runnable {
+            self.split_check(now);
+            cap = self.capacity(now);
         }
+        self.budget = cap;
     }
 
     /// Alg. 4 `MAIN-VCPU-update-budget`.
     fn update_budget(&mut self, now: Nanos) {
-        self.budget = self.capacity_nanos(now);
+        self.budget = self.capacity(now);
         if !self.budget.is_zero() {
             self.foreground = true;
         }
