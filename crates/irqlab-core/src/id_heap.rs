@@ -46,7 +46,6 @@ impl IdHeap {
     }
 
     /// Insert `k` (an entry of the same id is replaced).
-    #[inline]
     pub(crate) fn insert(&mut self, k: u128) {
         let id = id_of(k);
         if self.pos.len() <= id {
@@ -60,16 +59,14 @@ impl IdHeap {
     }
 
     /// Remove the entry of `id`, if any.
-    #[inline]
     pub(crate) fn remove(&mut self, id: usize) {
-        let Some(p) = self.pos.get_mut(id) else {
-            return;
-        };
-        if *p == ABSENT {
+        let Some(&p) = self.pos.get(id) else { return };
+        if p == ABSENT {
             return;
         }
-        let p = core::mem::replace(p, ABSENT) as usize;
+        self.pos[id] = ABSENT;
         let Some(last) = self.heap.pop() else { return };
+        let p = p as usize;
         if p < self.heap.len() {
             // the last entry fills the hole: it belongs above when it is
             // smaller than the hole's parent, else below (where it mostly
@@ -84,21 +81,20 @@ impl IdHeap {
         }
     }
 
-    /// Place `k` at hole `i` (< len) or above.
+    /// Place `k` at hole `i` or above.
     #[inline]
     fn sift_up(&mut self, mut i: usize, k: u128) {
-        let heap = &mut self.heap[..=i];
         while i > 0 {
             let parent = (i - 1) / 2;
-            let pk = heap[parent];
+            let pk = self.heap[parent];
             if pk <= k {
                 break;
             }
-            heap[i] = pk;
+            self.heap[i] = pk;
             self.pos[id_of(pk)] = i as u32;
             i = parent;
         }
-        heap[i] = k;
+        self.heap[i] = k;
         self.pos[id_of(k)] = i as u32;
     }
 
@@ -106,25 +102,21 @@ impl IdHeap {
     /// each level; returns the leaf.
     #[inline]
     fn hole_to_bottom(&mut self, mut i: usize) -> usize {
-        let heap = &mut self.heap[..];
-        let n = heap.len();
-        let mut l = 2 * i + 1;
-        // both children exist: the smaller one moves up (no branch on which)
-        while l + 1 < n {
-            let c = l + usize::from(heap[l + 1] < heap[l]);
-            let ck = heap[c];
-            heap[i] = ck;
+        let n = self.heap.len();
+        loop {
+            let l = 2 * i + 1;
+            if l >= n {
+                return i;
+            }
+            let mut c = l;
+            if l + 1 < n && self.heap[l + 1] < self.heap[l] {
+                c = l + 1;
+            }
+            let ck = self.heap[c];
+            self.heap[i] = ck;
             self.pos[id_of(ck)] = i as u32;
             i = c;
-            l = 2 * i + 1;
         }
-        if l < n {
-            let ck = heap[l];
-            heap[i] = ck;
-            self.pos[id_of(ck)] = i as u32;
-            i = l;
-        }
-        i
     }
 }
 

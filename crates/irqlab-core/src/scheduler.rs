@@ -421,8 +421,10 @@ impl Scheduler {
     /// Remove a server from whichever set holds it.
     #[inline]
     fn unplace(&mut self, id: usize) {
-        match core::mem::replace(&mut self.servers[id].place, Place::Idle) {
-            Place::Idle | Place::Running => {}
+        let place = &mut self.servers[id].place;
+        match *place {
+            Place::Idle => return,
+            Place::Running => {}
             Place::Ready(_) => self.ready.remove(id),
             Place::Waiting {
                 time, background, ..
@@ -436,12 +438,13 @@ impl Scheduler {
                 }
             }
         }
+        self.servers[id].place = Place::Idle;
     }
 
     /// Move a server to where it belongs at `now`. A ready server that stays
     /// ready with the same key is left in place: no set operation (the
     /// common case of a dispatched server that keeps its budget).
-    #[inline]
+    #[inline(always)]
     fn replace(&mut self, id: usize, now: Nanos) {
         let slot = &mut self.servers[id];
         if slot.nrun == 0 {
@@ -474,7 +477,7 @@ impl Scheduler {
 
     /// `place` for a runnable server whose budget is up to date: its
     /// packed key and budget.
-    #[inline]
+    #[inline(always)]
     fn place_updated(&mut self, id: usize, now: Nanos, key: u128, budget: Nanos) {
         if !budget.is_zero() {
             self.ready.insert(key);
@@ -554,11 +557,14 @@ impl Scheduler {
             self.replace(id, now);
         }
         // Line 3: highest priority with budget; else background; else idle.
+        // (A placed server's key is its key now: a key changes only in a
+        // hook, and the scheduler re-places a server after calling one,
+        // the running server at the top of `schedule`.)
         let (chosen, background) = match self.ready.first() {
-            Some(k) => (Some(id_of(k)), false),
-            None => (self.background.first().map(id_of), true),
+            Some(k) => (Some(k), false),
+            None => (self.background.first(), true),
         };
-        let Some(sid) = chosen else {
+        let Some(key) = chosen else {
             self.t_prev = now;
             return Ok(Dispatch {
                 server: None,
@@ -567,7 +573,8 @@ impl Scheduler {
                 next_update: self.timers.first().map(timer_time),
             });
         };
-        let key = self.pkey(sid);
+        let sid = id_of(key);
+        debug_assert_eq!(key, self.pkey(sid));
         if background {
             self.unplace(sid);
             self.servers[sid].place = Place::Running;
