@@ -453,8 +453,14 @@ impl Scheduler {
         }
         // Alg. 1 line 3: `update-budget` before checking the budget.
         let (budget, (class, key, tie)) = slot.server.updated(now);
-        let key = pack(class, key, tie, id);
-        if let Place::Ready(old) = slot.place {
+        self.replace_updated(id, now, pack(class, key, tie, id), budget);
+    }
+
+    /// `replace` for a runnable server whose budget is up to date: its
+    /// packed key and budget.
+    #[inline(always)]
+    fn replace_updated(&mut self, id: usize, now: Nanos, key: u128, budget: Nanos) {
+        if let Place::Ready(old) = self.servers[id].place {
             if old == key && !budget.is_zero() {
                 return;
             }
@@ -725,14 +731,16 @@ impl Scheduler {
             running,
             inherit_period,
         };
-        self.servers[sid].server.unblock(now, ctx);
         if running {
+            self.servers[sid].server.unblock(now, ctx);
             // Thread-level preemption inside the running server.
             let first = self.servers[sid].runq.first();
             let cur = self.current.map(|c| c.thread);
             return Ok(first != cur && !t.runnable);
         }
-        self.replace(sid, now);
+        // (the server has a runnable thread now: `replace` in one dispatch)
+        let (budget, (class, key, tie)) = self.servers[sid].server.unblocked(now, ctx);
+        self.replace_updated(sid, now, pack(class, key, tie, sid), budget);
         // Line 5: preempt if the VCPU has budget and the current one is
         // idle, in background, or of lower priority.
         let Place::Ready(k) = self.servers[sid].place else {

@@ -170,6 +170,18 @@ impl Server {
         })
     }
 
+    /// `unblock(now, ctx)`, then `updated(now)`, in one dispatch (QUEST-VCPU
+    /// Alg. 2 lines 3-4 on the scheduler's hot path).
+    #[inline]
+    pub fn unblocked(&mut self, now: Nanos, ctx: UnblockCtx) -> (Nanos, (Class, u64, u8)) {
+        dispatch!(self, s => {
+            s.unblock(now, ctx);
+            s.update_budget(now);
+            let (class, key) = s.key();
+            (s.budget(), (class, key, s.tie()))
+        })
+    }
+
     /// Short policy name for reports and traces.
     pub fn kind(&self) -> &'static str {
         match self {
