@@ -6,6 +6,16 @@
 //! least a priority-ordered decision can cost. Both are timed in the same
 //! round, in alternating order, as CPU time per cycle; the other `n - 1`
 //! servers stay runnable, so every decision is among `n`.
+//!
+//! Like for like: on both sides the woken key is the most urgent, so it
+//! goes up to the root (a push), the decision reads the minimum (a peek),
+//! the block takes the root out (a pop: irqlab removes it by server, which
+//! is the same sift) and the next decision reads the new minimum. What
+//! irqlab does on top is its job and stays in the cycle: the checks of
+//! time and ids, the thread queue, the sporadic server's hooks (Alg. 13 on
+//! the wake-up, Alg. 3 and 12 on the block, Alg. 4 on each decision), the
+//! charge of the time since the last decision to the server that ran (1 ns
+//! per cycle), and `next_update` (Alg. 1 lines 13-17).
 //! (`crates/irqlab-core/benches/scheduler.rs` is the same cycle under
 //! criterion, next to a Quest-style list scan.)
 

@@ -27,6 +27,11 @@
 //!   charged to their budget.
 //! * Threads inside a server: fixed priority (FIFO among equals, like
 //!   SCHED_FIFO) or round robin with a quantum.
+//! * The hot path (issue 20): a server's place holds the packed key it is
+//!   filed under, and a server is moved only when its budget or key
+//!   changed; the hooks a step needs in a row (`unblock`, `update_budget`,
+//!   the key) run behind one dispatch (`Server::updated`,
+//!   `Server::unblocked`); the order stays Alg. 1 and 2 as cited below.
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::string::String;
