@@ -254,14 +254,15 @@ pub struct Scheduler {
     stats: SchedStats,
 }
 
-/// A priority key as one `u128` in the same order (class, key, tie, id),
-/// the id in the low 32 bits (`IdHeap`'s rule; `add_server` keeps ids
-/// below 2^32 - 1).
+/// `pack` of a `PriorityKey`.
 #[cfg(test)]
 fn packed(k: &PriorityKey) -> u128 {
     pack(k.class, k.key, k.tie, k.id)
 }
 
+/// A priority key as one `u128` in the same order (class, key, tie, id),
+/// the id in the low 32 bits (`IdHeap`'s rule; `add_server` keeps ids
+/// below 2^32 - 1, so `PrioIndex` may add 1 to a key).
 #[inline]
 fn pack(class: Class, key: u64, tie: u8, id: usize) -> u128 {
     (u128::from(class as u8) << 127)
@@ -426,8 +427,7 @@ impl Scheduler {
     /// Remove a server from whichever set holds it.
     #[inline]
     fn unplace(&mut self, id: usize) {
-        let place = &mut self.servers[id].place;
-        match *place {
+        match self.servers[id].place {
             Place::Idle => return,
             Place::Running => {}
             Place::Ready(_) => self.ready.remove(id),

@@ -162,23 +162,17 @@ impl Server {
     /// `update_budget(now)`, then `budget()` and `order()`, in one dispatch
     /// (the scheduler's hot path: Alg. 1 line 3 and the key it orders by).
     #[inline]
-    pub fn updated(&mut self, now: Nanos) -> (Nanos, (Class, u64, u8)) {
-        dispatch!(self, s => {
-            s.update_budget(now);
-            let (class, key) = s.key();
-            (s.budget(), (class, key, s.tie()))
-        })
+    pub(crate) fn updated(&mut self, now: Nanos) -> (Nanos, (Class, u64, u8)) {
+        dispatch!(self, s => updated(s, now))
     }
 
     /// `unblock(now, ctx)`, then `updated(now)`, in one dispatch (QUEST-VCPU
     /// Alg. 2 lines 3-4 on the scheduler's hot path).
     #[inline]
-    pub fn unblocked(&mut self, now: Nanos, ctx: UnblockCtx) -> (Nanos, (Class, u64, u8)) {
+    pub(crate) fn unblocked(&mut self, now: Nanos, ctx: UnblockCtx) -> (Nanos, (Class, u64, u8)) {
         dispatch!(self, s => {
             s.unblock(now, ctx);
-            s.update_budget(now);
-            let (class, key) = s.key();
-            (s.budget(), (class, key, s.tie()))
+            updated(s, now)
         })
     }
 
@@ -193,6 +187,14 @@ impl Server {
             Server::Unbounded(_) => "unbounded",
         }
     }
+}
+
+/// `Server::updated` for one policy.
+#[inline]
+fn updated<P: ServerPolicy>(s: &mut P, now: Nanos) -> (Nanos, (Class, u64, u8)) {
+    s.update_budget(now);
+    let (class, key) = s.key();
+    (s.budget(), (class, key, s.tie()))
 }
 
 /// A plain fixed-priority thread container with no budget limit (e.g.
