@@ -48,6 +48,9 @@ pub(super) const TIME_KEYS: &[&str] = &[
     "times",
 ];
 
+/// `TIME_KEYS` as a set for the quick pass (`time_scan`).
+pub(super) static TIME_KEY_SET: super::time_scan::KeySet = super::time_scan::KeySet::new(TIME_KEYS);
+
 /// Every time in the configuration at most `MAX_TIME` (so sums of a few
 /// thousand cannot wrap): the error names the JSON path.
 pub(super) fn check_times(v: &serde_json::Value, path: &str, time: bool) -> Result<(), SimError> {
@@ -118,7 +121,7 @@ pub(super) fn check_limits(c: &SimConfig) -> Result<(), SimError> {
     use irqlab_model::limits as lim;
     // the exact check (it names the path) only when the quick pass, which
     // builds no JSON tree, finds a time it cannot pass
-    if !super::time_scan::times_within(c, TIME_KEYS, lim::MAX_TIME.0) {
+    if !super::time_scan::times_within(c, &TIME_KEY_SET, lim::MAX_TIME.0) {
         if let Ok(v) = serde_json::to_value(c) {
             check_times(&v, "", false)?;
         }
