@@ -94,11 +94,32 @@ pub(crate) fn window_len(k: usize, w: u64, dur: u64) -> u64 {
     (start + w).min(dur) - start
 }
 
-pub(crate) fn window_fractions(v: &[u64], w: u64, dur: u64) -> Vec<f64> {
-    v.iter()
-        .enumerate()
-        .map(|(k, &b)| b as f64 / window_len(k, w, dur) as f64)
+/// `f(k, length of window k)` for the first `n` windows of width `w` in
+/// `[0, dur)`: every window but the last is `w` long (computed once).
+fn per_window(n: usize, w: u64, dur: u64, mut f: impl FnMut(usize, u64) -> f64) -> Vec<f64> {
+    let full = (dur / w) as usize;
+    (0..n)
+        .map(|k| f(k, if k < full { w } else { window_len(k, w, dur) }))
         .collect()
+}
+
+/// `x as f64` in one instruction where it can be: through `i64` when it
+/// fits (the same value, rounded the same way; times are at most 10^15).
+fn to_f64(x: u64) -> f64 {
+    match i64::try_from(x) {
+        Ok(i) => i as f64,
+        Err(_) => x as f64,
+    }
+}
+
+/// Each window's value over its length (CPU shares).
+pub(crate) fn window_fractions(v: &[u64], w: u64, dur: u64) -> Vec<f64> {
+    let full = ((dur / w) as usize).min(v.len());
+    let wf = to_f64(w);
+    let mut out = Vec::with_capacity(v.len());
+    out.extend(v[..full].iter().map(|&b| to_f64(b) / wf));
+    out.extend((full..v.len()).map(|k| to_f64(v[k]) / to_f64(window_len(k, w, dur))));
+    out
 }
 
 /// Add the interval `[a, b)` to per-window totals of width `w`.
@@ -192,22 +213,23 @@ impl Simulation {
                     vcpu_switches: c.metrics.vcpu_switches,
                     switch_ns: c.metrics.switch_ns,
                     overhead_percent: 100.0 * cost / dur as f64,
-                    overhead_windows: c
-                        .calls_windows
-                        .iter()
-                        .zip(&c.ops_windows)
-                        .enumerate()
-                        .map(|(k, (&n, &ops))| {
-                            100.0 * (n as f64 * per_call + ops as f64 * o.repl_op_ns)
-                                / window_len(k, w, dur) as f64
-                        })
-                        .collect(),
+                    overhead_windows: per_window(
+                        c.calls_windows.len().min(c.ops_windows.len()),
+                        w,
+                        dur,
+                        |k, len| {
+                            let (n, ops) = (c.calls_windows[k], c.ops_windows[k]);
+                            100.0 * (n as f64 * per_call + ops as f64 * o.repl_op_ns) / len as f64
+                        },
+                    ),
                 }
             })
             .collect();
+        // names are moved into the metrics, not copied: the state is
+        // dropped at the end of this call anyway
         let servers = self
             .servers
-            .iter()
+            .iter_mut()
             .map(|s| {
                 let kind = self.cpus[s.cpu]
                     .sched
@@ -215,7 +237,7 @@ impl Simulation {
                     .map(|x| x.kind())
                     .unwrap_or("?");
                 ServerMetrics {
-                    name: s.name.clone(),
+                    name: std::mem::take(&mut s.name),
                     cpu: s.cpu,
                     kind: kind.to_owned(),
                     busy_ns: s.busy,
@@ -242,7 +264,7 @@ impl Simulation {
             .zip(unfinished)
             .enumerate()
             .map(|(i, (t, unfinished))| TaskMetrics {
-                name: self.cfg.tasks[i].name.clone(),
+                name: std::mem::take(&mut self.cfg.tasks[i].name),
                 released: t.released,
                 completed: t.completed,
                 deadline_misses: t.misses + unfinished,
@@ -263,12 +285,9 @@ impl Simulation {
                 dropped: d.dropped,
                 bytes: d.bytes,
                 throughput_bps: d.bytes as f64 / (dur as f64 / 1e9),
-                throughput_windows: d
-                    .bytes_windows
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &b)| b as f64 / (window_len(k, w, dur) as f64 / 1e9))
-                    .collect(),
+                throughput_windows: per_window(d.bytes_windows.len(), w, dur, |k, len| {
+                    d.bytes_windows[k] as f64 / (len as f64 / 1e9)
+                }),
                 latency: Dist::from_recorder(&d.latency),
                 handling: Dist::from_recorder(&d.handling),
             })

@@ -10,7 +10,7 @@
 //! and HDR-style quantiles), the same recorder the runtime and the
 //! measurement tools use.
 
-use irqlab_core::LatencyRecorder;
+use irqlab_core::{Histogram, LatencyRecorder};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -50,19 +50,22 @@ pub struct Dist {
 /// small for models with thousands of servers).
 pub const HISTOGRAM_BINS: usize = 32;
 
-/// Merge the recorder's non-empty buckets `(lo, width, count)` into at most
-/// `HISTOGRAM_BINS` bins of consecutive buckets.
-fn bins(buckets: impl Iterator<Item = (u64, u64, u64)>) -> Vec<[u64; 3]> {
-    let all: Vec<[u64; 3]> = buckets
-        .map(|(lo, w, c)| [lo, lo.saturating_add(w), c])
-        .collect();
-    let per = all.len().div_ceil(HISTOGRAM_BINS).max(1);
-    all.chunks(per)
-        .map(|c| {
-            let n = c.iter().map(|b| b[2]).sum();
-            [c[0][0], c[c.len() - 1][1], n]
-        })
-        .collect()
+/// Merge the histogram's non-empty buckets `(lo, width, count)` into at
+/// most `HISTOGRAM_BINS` bins of consecutive buckets, in one vector (none
+/// for an empty histogram).
+fn bins(h: &Histogram) -> Vec<[u64; 3]> {
+    let n = h.buckets().count();
+    let per = n.div_ceil(HISTOGRAM_BINS).max(1);
+    let mut out = Vec::with_capacity(n.div_ceil(per));
+    let mut it = h.buckets().map(|(lo, w, c)| [lo, lo.saturating_add(w), c]);
+    while let Some(mut bin) = it.next() {
+        for b in it.by_ref().take(per - 1) {
+            bin[1] = b[1];
+            bin[2] += b[2];
+        }
+        out.push(bin);
+    }
+    out
 }
 
 impl Dist {
@@ -76,7 +79,7 @@ impl Dist {
             std_dev: r.std_dev(),
             p50: h.quantile(0.5),
             p99: h.quantile(0.99),
-            histogram: bins(h.buckets()),
+            histogram: bins(h),
         }
     }
 }
@@ -289,6 +292,32 @@ mod tests {
         assert!(d.histogram.windows(2).all(|w| w[0][1] <= w[1][0]));
         assert!(d.histogram[0][0] <= d.min.unwrap());
         assert!(d.histogram.last().unwrap()[1] > d.max.unwrap());
+    }
+
+    /// The bins are the buckets in `ceil(n / HISTOGRAM_BINS)`-sized runs
+    /// (the last one shorter), for every number of buckets around the
+    /// bound.
+    #[test]
+    fn bins_are_runs_of_consecutive_buckets() {
+        for n in 0..150u64 {
+            let mut r = LatencyRecorder::new(0, None);
+            for x in 0..n {
+                for _ in 0..=x % 3 {
+                    r.record(Nanos::from_ns(x));
+                }
+            }
+            let all: Vec<[u64; 3]> = r
+                .histogram()
+                .buckets()
+                .map(|(lo, w, c)| [lo, lo + w, c])
+                .collect();
+            let per = all.len().div_ceil(HISTOGRAM_BINS).max(1);
+            let want: Vec<[u64; 3]> = all
+                .chunks(per)
+                .map(|c| [c[0][0], c[c.len() - 1][1], c.iter().map(|b| b[2]).sum()])
+                .collect();
+            assert_eq!(Dist::from_recorder(&r).histogram, want, "{n} buckets");
+        }
     }
 
     #[test]
