@@ -183,6 +183,13 @@ impl Simulation {
         let unfinished: Vec<u64> = (0..self.tasks.len())
             .map(|i| self.unfinished_past_deadline(i))
             .collect();
+        // each task's name is its thread's (moved there from the
+        // configuration by `add_tasks`)
+        let names: Vec<String> = self
+            .tasks
+            .iter()
+            .map(|t| std::mem::take(&mut self.threads[t.thread].name))
+            .collect();
         // the machine's state is not needed any more: freed before the
         // metrics are built, so that a long run's peak memory is not the
         // state and the filled-in metrics at once (issue 20)
@@ -262,9 +269,9 @@ impl Simulation {
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
             .zip(unfinished)
-            .enumerate()
-            .map(|(i, (t, unfinished))| TaskMetrics {
-                name: std::mem::take(&mut self.cfg.tasks[i].name),
+            .zip(names)
+            .map(|((t, unfinished), name)| TaskMetrics {
+                name,
                 released: t.released,
                 completed: t.completed,
                 deadline_misses: t.misses + unfinished,

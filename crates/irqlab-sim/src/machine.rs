@@ -203,6 +203,11 @@ impl Simulation {
             requested_window: None,
             records: Records::default(),
         };
+        // the configured servers and tasks are most of the state: room
+        // for them at once, not by doubling (each step copies every entry)
+        sim.servers.reserve(sim.cfg.servers.len());
+        sim.threads.reserve(sim.cfg.tasks.len());
+        sim.tasks.reserve_exact(sim.cfg.tasks.len());
         sim.add_servers()?;
         sim.add_tasks()?;
         sim.add_class_threads()?;
@@ -214,12 +219,16 @@ impl Simulation {
         sim.bound_windows();
         let t = &sim.cfg.trace;
         sim.trace = Trace::new(t.enabled, t.until, t.max_events);
-        let names: Vec<(usize, String)> = sim
-            .servers
-            .iter()
-            .map(|s| (s.cpu, s.name.clone()))
-            .collect();
-        sim.trace.names(sim.cfg.cpus, &names);
+        // track names only for a trace that records (a disabled one writes
+        // no tracks)
+        if sim.trace.enabled() {
+            let names: Vec<(usize, String)> = sim
+                .servers
+                .iter()
+                .map(|s| (s.cpu, s.name.clone()))
+                .collect();
+            sim.trace.names(sim.cfg.cpus, &names);
+        }
         sim.wake_flow = vec![None; sim.threads.len()];
         for i in 0..sim.cfg.tasks.len() {
             let at = match sim.cfg.tasks[i].release {
@@ -237,8 +246,11 @@ impl Simulation {
     }
 
     /// The configured servers (Main and I/O VCPUs, hypervisor VCPUs).
+    /// Each name moves from the configuration to the server's state (the
+    /// configuration's is empty afterwards; nothing reads it again).
     fn add_servers(&mut self) -> Result<(), SimError> {
-        for (i, s) in self.cfg.servers.iter().enumerate() {
+        for i in 0..self.cfg.servers.len() {
+            let s = &mut self.cfg.servers[i];
             let (server, period) = build_server(&s.policy, s.rank)
                 .map_err(core_err(|| format!("servers[{i}] ({})", s.name)))?;
             let cpu = &mut self.cpus[s.cpu];
@@ -248,7 +260,7 @@ impl Simulation {
                 .map_err(core_err(|| format!("servers[{i}]")))?;
             cpu.servers.push(i);
             self.servers.push(ServerInfo::new(
-                s.name.clone(),
+                std::mem::take(&mut s.name),
                 s.cpu,
                 local,
                 period,

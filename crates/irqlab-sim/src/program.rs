@@ -72,10 +72,12 @@ pub(crate) struct TaskState {
 }
 
 impl Simulation {
-    /// One thread per task, in its Main VCPU.
+    /// One thread per task, in its Main VCPU. Each name moves from the
+    /// configuration to the thread (the configuration's is empty
+    /// afterwards; the metrics take it from the thread).
     pub(crate) fn add_tasks(&mut self) -> Result<(), SimError> {
         for i in 0..self.cfg.tasks.len() {
-            let t = &self.cfg.tasks[i];
+            let t = &mut self.cfg.tasks[i];
             let cpu = self.cfg.servers[t.server].cpu;
             let core = self.cpus[cpu]
                 .sched
@@ -83,7 +85,7 @@ impl Simulation {
                 .map_err(core_err(|| format!("tasks[{i}]")))?;
             let thread = self.threads.len();
             self.cpus[cpu].threads.push(thread);
-            let mut ops = Vec::new();
+            let mut ops = Vec::with_capacity(t.program.len());
             flatten(&t.program, &mut ops);
             self.tasks.push(TaskInfo {
                 thread,
@@ -95,7 +97,7 @@ impl Simulation {
                 completions: Vec::new(),
             });
             self.threads.push(Thread {
-                name: t.name.clone(),
+                name: std::mem::take(&mut t.name),
                 cpu,
                 server: t.server,
                 core,
