@@ -14,7 +14,9 @@ rounds):
   at 1, 24, 1,000 and 10,000 servers.
 
 Prints one JSON line per figure. ``IRQLAB_BENCH_ROUNDS`` (default 5) sets
-the rounds.
+the rounds. ``IRQLAB_FLOOR_BASE`` (a git revision, optional) also times the
+simulator at that revision in the same rounds (before / after figures):
+``base_ratio_min_med_max`` is its distance from the floor.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from bench_sim_revisions import ROOT, build, partitioned
 from irqlab.tasksets import MS, random_rm_taskset, rm_config
 
 ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "5"))
+BASE = os.environ.get("IRQLAB_FLOOR_BASE")
 CORE_SIZES = [1, 24, 1_000, 10_000]
 
 
@@ -65,6 +68,15 @@ def main() -> int:
     sets = systems(work)
     files = [str(f) for *_, f in sets]
     runs = {"irqlab": [str(runner)], "floor": [str(runner), "--floor"]}
+    if BASE:
+        base_src = work / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
+                        str(base_src), BASE], check=True)
+        try:
+            runs["base"] = [str(build(base_src, work, "floor-base"))]
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(base_src)], check=True)
     times: dict[str, dict[str, list[int]]] = {f: {r: [] for r in runs} for f in files}
     jobs: dict[str, dict[str, int]] = {f: {} for f in files}
     events: dict[str, int] = {}
@@ -81,13 +93,19 @@ def main() -> int:
     for name, n, cpus, f in sets:
         t = times[str(f)]
         ratios = [a / b for a, b in zip(t["irqlab"], t["floor"], strict=True)]
-        print(json.dumps({
+        row = {
             "figure": "sim-vs-floor", "system": name, "tasks": n, "cpus": cpus,
             "rounds": ROUNDS, "events": events[str(f)],
-            "same_jobs": jobs[str(f)]["irqlab"] == jobs[str(f)]["floor"],
+            "same_jobs": all(j == jobs[str(f)]["floor"] for j in jobs[str(f)].values()),
             "irqlab_ms_min_med_max": spread([x / 1e6 for x in t["irqlab"]]),
             "floor_ms_min_med_max": spread([x / 1e6 for x in t["floor"]]),
-            "ratio_min_med_max": spread(ratios)}), flush=True)
+            "ratio_min_med_max": spread(ratios)}
+        if BASE:
+            row["base"] = BASE
+            row["base_ms_min_med_max"] = spread([x / 1e6 for x in t["base"]])
+            row["base_ratio_min_med_max"] = spread(
+                [a / b for a, b in zip(t["base"], t["floor"], strict=True)])
+        print(json.dumps(row), flush=True)
     for n in CORE_SIZES:
         out = subprocess.run([str(runner), "--core", str(n), str(ROUNDS)], check=True,
                              capture_output=True, text=True).stdout
