@@ -26,7 +26,6 @@ pub(crate) struct ServerInfo {
     pub(crate) period: Option<u64>,
     pub(crate) busy: u64,
     pub(crate) background: u64,
-    pub(crate) windows: Vec<u64>,
     pub(crate) queue_max: usize,
     pub(crate) queue_sum: u64,
     pub(crate) queue_samples: u64,
@@ -44,7 +43,6 @@ impl ServerInfo {
         cpu: usize,
         local: ServerId,
         period: Option<u64>,
-        nwin: usize,
         supply: Option<VcpuSupply>,
     ) -> ServerInfo {
         ServerInfo {
@@ -54,7 +52,6 @@ impl ServerInfo {
             period,
             busy: 0,
             background: 0,
-            windows: vec![0; nwin],
             queue_max: 0,
             queue_sum: 0,
             queue_samples: 0,
@@ -234,10 +231,12 @@ impl Simulation {
             .collect();
         // names are moved into the metrics, not copied: the state is
         // dropped at the end of this call anyway
+        let nwin = self.nwin;
         let servers = self
             .servers
             .iter_mut()
-            .map(|s| {
+            .enumerate()
+            .map(|(g, s)| {
                 let kind = self.cpus[s.cpu]
                     .sched
                     .server(s.local)
@@ -250,7 +249,11 @@ impl Simulation {
                     busy_ns: s.busy,
                     background_ns: s.background,
                     share: s.busy as f64 / dur as f64,
-                    share_windows: window_fractions(&s.windows, w, dur),
+                    share_windows: window_fractions(
+                        &self.server_windows[g * nwin..(g + 1) * nwin],
+                        w,
+                        dur,
+                    ),
                     max_queue: s.queue_max,
                     mean_queue: if s.queue_samples > 0 {
                         s.queue_sum as f64 / s.queue_samples as f64
@@ -349,9 +352,8 @@ impl Simulation {
             c.calls_windows.resize(n, 0);
             c.ops_windows.resize(n, 0);
         }
-        for s in &mut self.servers {
-            s.windows.resize(n, 0);
-        }
+        // the windows of every server are one vector, empty until now
+        self.server_windows = vec![0; self.servers.len() * n];
         for d in &mut self.devices {
             d.bytes_windows.resize(n, 0);
         }
@@ -363,9 +365,13 @@ impl Simulation {
             c.calls_windows.truncate(n);
             c.ops_windows.truncate(n);
         }
-        for s in &mut self.servers {
-            s.windows.truncate(n);
+        // keep the first `n` of each server's `nwin` windows, in place
+        let (m, n) = (self.nwin, n.min(self.nwin));
+        for g in 0..self.servers.len() {
+            self.server_windows.copy_within(g * m..g * m + n, g * n);
         }
+        self.server_windows.truncate(self.servers.len() * n);
+        self.nwin = n;
         for d in &mut self.devices {
             d.bytes_windows.truncate(n);
         }

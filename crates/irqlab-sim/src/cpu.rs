@@ -214,7 +214,13 @@ impl Simulation {
                     s.background += now - from;
                 } else {
                     s.busy += now - from;
-                    add_windows(&mut s.windows, self.cfg.window, from, now);
+                    let k = th.server * self.nwin;
+                    add_windows(
+                        &mut self.server_windows[k..k + self.nwin],
+                        self.cfg.window,
+                        from,
+                        now,
+                    );
                     if let Some(sp) = s.supply.as_mut() {
                         sp.run(from, now);
                         if sp.wants_whole() && !s.whole_watched {

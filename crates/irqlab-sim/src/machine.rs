@@ -77,6 +77,10 @@ pub struct Simulation {
     pub(crate) processed: u64,
     /// Number of metric windows (`duration / window`, rounded up).
     pub(crate) nwin: usize,
+    /// Busy time per server and window: server `g`'s windows are
+    /// `[g * nwin, (g + 1) * nwin)` (one vector for all servers, not one
+    /// each: a model with 10,000 servers allocated 10,000 of them).
+    pub(crate) server_windows: Vec<u64>,
     /// Stopped before the configured duration (`finish` early).
     pub(crate) partial: bool,
     /// Events processed at the current instant (the no-progress guard).
@@ -196,6 +200,7 @@ impl Simulation {
             flow: 0,
             processed: 0,
             nwin,
+            server_windows: Vec::new(),
             partial: false,
             same_instant: 0,
             instant_limit: MAX_EVENTS_PER_INSTANT,
@@ -264,7 +269,6 @@ impl Simulation {
                 s.cpu,
                 local,
                 period,
-                self.nwin,
                 supply_of(&s.policy),
             ));
         }

@@ -62,7 +62,6 @@ pub(crate) const CDF_BOUNDS: [u64; 13] = [
 impl Simulation {
     /// Threads (and vINT pseudo-VCPUs) of every virtual interrupt.
     pub(crate) fn add_virqs(&mut self) -> Result<(), SimError> {
-        let nwin = self.nwin;
         for k in 0..self.cfg.virqs.len() {
             let v = self.cfg.virqs[k].clone();
             let cpu = self.cfg.servers[v.vcpu].cpu;
@@ -108,7 +107,7 @@ impl Simulation {
                         srv,
                         |local| {
                             let supply = VcpuSupply::new(policy, budget, period, 0);
-                            ServerInfo::new(n, cpu, local, Some(period), nwin, Some(supply))
+                            ServerInfo::new(n, cpu, local, Some(period), Some(supply))
                         },
                         what,
                     )?;

@@ -42,7 +42,6 @@ impl Simulation {
         if self.cfg.path != crate::config::InterruptPath::Linux {
             return Ok(());
         }
-        let nwin = self.nwin;
         for c in 0..self.cfg.cpus {
             let (server, _) = build_server(
                 &self.cfg.linux.ksoftirqd,
@@ -55,7 +54,7 @@ impl Simulation {
                 c,
                 name.clone(),
                 server,
-                |local| ServerInfo::new(n, c, local, None, nwin, None),
+                |local| ServerInfo::new(n, c, local, None, None),
                 || "linux.ksoftirqd".to_owned(),
             )?;
             let t = self.add_bh_thread(name, g, 1, || "linux.ksoftirqd".to_owned())?;
