@@ -133,6 +133,11 @@ pub(crate) struct Cpu {
     /// Per window: schedule calls and replenishment-queue operations.
     pub(crate) calls_windows: Vec<u64>,
     pub(crate) ops_windows: Vec<u64>,
+    /// The metric window last looked up, `[win_start, win_end)`, and its
+    /// index: most look-ups fall in it, which saves a division per event.
+    win: usize,
+    win_start: u64,
+    win_end: u64,
     pub(crate) metrics: CpuMetrics,
 }
 
@@ -159,21 +164,41 @@ impl Cpu {
             switch_left: 0,
             calls_windows: vec![0; nwin],
             ops_windows: vec![0; nwin],
+            win: 0,
+            win_start: 0,
+            win_end: 0,
             metrics: CpuMetrics::default(),
         }
+    }
+
+    /// The index of the metric window of width `w` that holds `t`.
+    fn window_of(&mut self, w: u64, t: u64) -> usize {
+        if t < self.win_start || t >= self.win_end {
+            let k = t / w;
+            self.win = k as usize;
+            self.win_start = k * w;
+            self.win_end = self.win_start.saturating_add(w);
+        }
+        self.win
     }
 }
 
 impl Simulation {
     /// Charge the time since the CPU's last update to what ran.
+    #[inline]
     pub(crate) fn advance(&mut self, c: usize) {
+        // most calls find nothing to charge (the CPU was touched already
+        // at this instant): no call then
+        if self.cpus[c].last != self.now {
+            self.charge(c);
+        }
+    }
+
+    fn charge(&mut self, c: usize) {
         let now = self.now;
         let cpu = &mut self.cpus[c];
         let dt = now - cpu.last;
         cpu.last = now;
-        if dt == 0 {
-            return;
-        }
         if let Some(isr) = cpu.isrs.front_mut() {
             isr.remaining = isr.remaining.saturating_sub(dt);
             cpu.metrics.isr_ns += dt;
@@ -214,13 +239,16 @@ impl Simulation {
                     s.background += now - from;
                 } else {
                     s.busy += now - from;
-                    let k = th.server * self.nwin;
-                    add_windows(
-                        &mut self.server_windows[k..k + self.nwin],
-                        self.cfg.window,
-                        from,
-                        now,
-                    );
+                    let w = self.cfg.window;
+                    if from < now {
+                        let k = th.server * self.nwin;
+                        let win = &mut self.server_windows[k..k + self.nwin];
+                        let i = cpu.window_of(w, from);
+                        match win.get_mut(i) {
+                            Some(x) if now <= cpu.win_end => *x += now - from,
+                            _ => add_windows(win, w, from, now),
+                        }
+                    }
                     if let Some(sp) = s.supply.as_mut() {
                         sp.run(from, now);
                         if sp.wants_whole() && !s.whole_watched {
@@ -368,7 +396,7 @@ impl Simulation {
         self.close_segment(c);
         let prev_thread = self.cpus[c].running.map(|(t, _)| t);
         let prev = prev_thread.map(|t| self.threads[t].server);
-        let win = (now / self.cfg.window) as usize;
+        let win = self.cpus[c].window_of(self.cfg.window, now);
         if let Some(w) = self.cpus[c].calls_windows.get_mut(win) {
             *w += 1;
         }

@@ -23,7 +23,7 @@ use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
 use crate::thread::{Kind, Thread};
 
-#[derive(Clone, Debug)]
+#[derive(Copy, Clone, Debug)]
 pub(crate) enum Op {
     Compute(u64),
     Io(usize),
@@ -154,7 +154,7 @@ impl Simulation {
                 }
                 return self.park(t);
             }
-            let op = ts.ops[ts.pc].clone();
+            let op = ts.ops[ts.pc];
             match op {
                 Op::Compute(ns) => {
                     ts.pc += 1;
