@@ -420,7 +420,9 @@ impl Simulation {
                 }
             }
         }
-        self.sporadic_whole(c, now);
+        if !self.cpus[c].whole_watch.is_empty() {
+            self.sporadic_whole(c, now);
+        }
         let cpu = &mut self.cpus[c];
         cpu.need_resched = false;
         cpu.wake_resched = false;

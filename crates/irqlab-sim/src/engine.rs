@@ -127,8 +127,6 @@ pub(crate) struct Events {
     nonempty: u64,
     /// The time of the latest event taken (or peeked by `pop_until`).
     last: u64,
-    /// A bucket being emptied (kept for its allocation).
-    spare: Vec<Item>,
 }
 
 impl Default for Events {
@@ -138,7 +136,6 @@ impl Default for Events {
             buckets: std::array::from_fn(|_| Vec::new()),
             nonempty: 0,
             last: 0,
-            spare: Vec::new(),
         }
     }
 }
@@ -192,13 +189,15 @@ impl Events {
             }
             let b = self.nonempty.trailing_zeros() as usize;
             self.nonempty &= !(1 << b);
-            std::mem::swap(&mut self.spare, &mut self.buckets[b]);
-            let mut spare = std::mem::take(&mut self.spare);
-            self.last = spare.iter().map(|i| i.time).min().unwrap_or(self.last);
-            for i in spare.drain(..) {
+            // every event of bucket `b` moves to a lower bucket (they all
+            // agree with the new `last` above bit `b`): its allocation is
+            // put back empty
+            let mut moving = std::mem::take(&mut self.buckets[b]);
+            self.last = moving.iter().map(|i| i.time).min().unwrap_or(self.last);
+            for i in moving.drain(..) {
                 self.place(i);
             }
-            self.spare = spare;
+            self.buckets[b] = moving;
         }
         let first = self.current.front()?;
         if first.time > until {
