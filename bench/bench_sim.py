@@ -93,6 +93,7 @@ def main() -> int:
         "irqlab_jobs_per_s_median": round(jobs["irqlab"] / statistics.median(ours)),
         "simso_jobs_per_s_median": round(jobs["simso"] / statistics.median(simso)),
         "irqlab_over_simso_min_med_max": spread(ratios),
+        "irqlab_over_simso_per_round": [round(x, 1) for x in ratios],
     }))
     return 0
 
