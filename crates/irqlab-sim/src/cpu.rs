@@ -262,7 +262,16 @@ impl Simulation {
         }
     }
 
+    /// End the CPU's current run segment now (it is drawn in the trace).
+    #[inline]
     pub(crate) fn close_segment(&mut self, c: usize) {
+        if self.trace.enabled() {
+            self.draw_segment(c);
+        }
+        self.cpus[c].seg_start = self.now;
+    }
+
+    fn draw_segment(&mut self, c: usize) {
         let now = self.now;
         let start = self.cpus[c].seg_start;
         if let Some((t, bg)) = self.cpus[c].running {
@@ -271,7 +280,6 @@ impl Simulation {
                 self.trace.run(c, th.server, &th.name, start, now, bg);
             }
         }
-        self.cpus[c].seg_start = now;
     }
 
     pub(crate) fn touch(&mut self, c: usize) {
