@@ -23,7 +23,6 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,31 +98,59 @@ class Table:
         return df.set_index("name") if "name" in df.columns else df
 
 
-@dataclass
 class SimResult:
     """One simulation run: ``metrics`` (the ``metrics.json`` dict),
     ``trace`` (Perfetto trace-event dict; empty unless tracing was on) and
-    ``config`` (the configuration that ran, every default filled in; given
-    as JSON text by the simulator and parsed on first use)."""
+    ``config`` (the configuration that ran, every default filled in).
 
-    metrics: dict[str, Any]
-    trace: dict[str, Any]
-    config_json: str | None = field(default=None, repr=False)
-    #: Where the trace was streamed (``simulate(trace_file=...)``); the
-    #: ``trace`` dict is then empty.
-    trace_file: Path | None = None
-    #: Per-job and per-request columns (``records`` in the configuration):
-    #: ``{"jobs": {...}, "requests": {...}}`` of NumPy arrays.
-    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    The simulator keeps the metrics and the configuration as Rust values
+    until they are first read: then they become Python objects (the same
+    objects ``json.loads`` gives for their JSON text) and are kept. A run
+    whose metrics or configuration are never read does not pay for them
+    (issue 20)."""
 
-    _config: dict[str, Any] | None = field(default=None, init=False, repr=False,
-                                           compare=False)
+    def __init__(self, metrics: dict[str, Any] | None = None,
+                 trace: dict[str, Any] | None = None, *,
+                 config: dict[str, Any] | None = None, trace_file: Path | None = None,
+                 records: dict[str, dict[str, Any]] | None = None,
+                 outcome: Any = None) -> None:
+        if metrics is None and outcome is None:
+            raise TypeError("SimResult needs the metrics (or the simulator's outcome)")
+        self._metrics = metrics
+        self._config = config
+        self._outcome = outcome
+        self.trace: dict[str, Any] = trace or {}
+        #: Where the trace was streamed (``simulate(trace_file=...)``); the
+        #: ``trace`` dict is then empty.
+        self.trace_file = trace_file
+        #: Per-job and per-request columns (``records`` in the configuration):
+        #: ``{"jobs": {...}, "requests": {...}}`` of NumPy arrays.
+        self.records: dict[str, dict[str, Any]] = records or {}
+
+    def __repr__(self) -> str:
+        return f"<SimResult of {self.metrics.get('duration_ns')} ns>"
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The ``metrics.json`` dict (built from the simulator's values on
+        first use)."""
+        if self._metrics is None:
+            # thousands of new dicts and lists at once: the cyclic GC would
+            # scan them again and again while they are built
+            gc_was_on = gc.isenabled()
+            gc.disable()
+            try:
+                self._metrics = self._outcome.metrics()
+            finally:
+                if gc_was_on:
+                    gc.enable()
+        return self._metrics
 
     @property
     def config(self) -> dict[str, Any] | None:
         """The configuration that ran (every default filled in), or None."""
-        if self._config is None and self.config_json is not None:
-            self._config = json.loads(self.config_json)
+        if self._config is None and self._outcome is not None:
+            self._config = self._outcome.config()
         return self._config
 
     @property
@@ -325,19 +352,13 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
                           if isinstance(records, bool) else dict(records))
     line = ProgressLine() if progress is True else None
     cb = line or (progress if callable(progress) else None)
-    # the metrics arrive as thousands of new dicts and lists at once: the
-    # cyclic GC would scan them again and again while they are built
-    gc_was_on = gc.isenabled()
-    gc.disable()
     try:
         path = None if trace_file is None else str(trace_file)
-        metrics, tr, resolved, interrupted, cols = _sim.run(cfg, cb, path, trace_format)
+        outcome, tr, interrupted, cols = _sim.run(cfg, cb, path, trace_format)
     finally:
-        if gc_was_on:
-            gc.enable()
         if line:
             line.close()
-    result = SimResult(metrics, json.loads(tr) if tr else {}, resolved,
+    result = SimResult(trace=json.loads(tr) if tr else {}, outcome=outcome,
                        trace_file=None if trace_file is None else Path(trace_file),
                        records=_columns(cols))
     if interrupted:

@@ -63,6 +63,7 @@ pub(crate) fn guard<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<
 
 mod analysis_api;
 mod core_api;
+mod frompy;
 mod model_api;
 mod rt_api;
 mod sim_api;

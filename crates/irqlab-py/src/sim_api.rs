@@ -1,9 +1,11 @@
 //! `irqlab._native.sim`: run the simulator on a configuration given as a
 //! dict (read straight from the Python objects, no JSON text in between)
-//! or as JSON text (the resolved `SimConfig`). Returns the metrics as Python
-//! objects (no JSON text in between), the trace as JSON text or streamed
-//! to a file (JSON or Perfetto protobuf), and the optional per-job and
-//! per-request records as byte columns for NumPy; configuration errors raise `ValueError`
+//! or as JSON text (the resolved `SimConfig`). Returns the trace as JSON
+//! text or streamed to a file (JSON or Perfetto protobuf), the optional
+//! per-job and per-request records as byte columns for NumPy, and an
+//! [`Outcome`] that keeps the metrics and the resolved configuration in
+//! Rust until Python asks for them (then they become Python objects, with
+//! no JSON text in between). Configuration errors raise `ValueError`
 //! naming the field path, the value and the rule (a type error reads
 //! `trace: expected an object ...`, never a bare serde struct name). The
 //! simulation runs in slices of simulated time (`Simulation::run_until`;
@@ -16,19 +18,25 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
-use irqlab_sim::{Records, SimConfig, Simulation, TraceFormat};
+use irqlab_sim::{Metrics, Records, SimConfig, Simulation, TraceFormat};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 /// The `SimConfig` of `config`: a dict is read directly from the Python
-/// objects (no JSON text in between); a string is parsed as JSON. When the
-/// dict does not make a valid configuration, it is read once more through
-/// `json.dumps` so that the error is the JSON path's, naming the field
-/// path, the value and the rule.
+/// objects (no JSON text in between); a string is parsed as JSON. The
+/// dict is read first by `frompy` (plain dicts, lists and scalars, with
+/// JSON's rules); when that gives up, by `pythonize` (which also takes
+/// other mappings and sequences); when the dict does not make a valid
+/// configuration, it is read once more through `json.dumps` so that the
+/// error is the JSON path's, naming the field path, the value and the
+/// rule.
 fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
     if let Ok(text) = config.extract::<&str>() {
         return parse_config(text);
+    }
+    if let Ok(cfg) = crate::frompy::from_py::<SimConfig>(config) {
+        return Ok(cfg);
     }
     let mut de = pythonize::Depythonizer::from_object(config);
     match serde_path_to_error::deserialize::<_, SimConfig>(&mut de) {
@@ -69,22 +77,52 @@ fn readable(msg: &str) -> String {
 /// cost nothing.
 const SLICE_TARGET: Duration = Duration::from_millis(100);
 
-/// `(metrics, trace_json, resolved_config_json, interrupted, records)`.
-type RunResult<'py> = (Bound<'py, PyAny>, String, String, bool, Bound<'py, PyDict>);
+/// `(outcome, trace_json, interrupted, records)`.
+type RunResult<'py> = (Outcome, String, bool, Bound<'py, PyDict>);
+
+/// The metrics and the resolved configuration (every default filled in)
+/// of one run, held as Rust values: each becomes Python objects only when
+/// asked for (`metrics()`, `config()`), so a caller that reads neither
+/// pays nothing for them.
+#[pyclass(module = "irqlab._native.sim", name = "Outcome", frozen)]
+struct Outcome {
+    metrics: Metrics,
+    config: SimConfig,
+}
+
+#[pymethods]
+impl Outcome {
+    /// The metrics: the objects `json.loads` gives for `metrics.json`
+    /// (built anew on each call).
+    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::topy::to_py(py, &self.metrics)
+    }
+
+    /// The configuration that ran, every default filled in, as the
+    /// objects `json.loads` gives for its JSON text (built anew on each
+    /// call).
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::topy::to_py(py, &self.config)
+    }
+
+    /// The same as JSON text.
+    fn config_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.config).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+}
 
 /// Simulate `config` (a dict in the shape of `SimConfig`, or its JSON
 /// text) in slices of simulated time, releasing the GIL
 /// during each slice and checking for signals (Ctrl-C) between slices;
 /// `progress(now_ns, duration_ns)` is called between slices. Returns
-/// `(metrics, trace_json, resolved_config_json, interrupted, records)`:
-/// `metrics` is the `metrics.json` content as Python objects (built here,
-/// no JSON text in between); `trace_json` is the trace as JSON text, or ""
+/// `(outcome, trace_json, interrupted, records)`: `outcome` holds the
+/// metrics and the resolved configuration (every default filled in) and
+/// makes them Python objects on request; `trace_json` is the trace as JSON text, or ""
 /// when it was written to `trace_path` (streamed from the compact records,
 /// in `trace_format` "json" or "perfetto"); `records` holds the per-job
 /// and per-request columns (`records` in the configuration) as
 /// little-endian bytes for `numpy.frombuffer`. On Ctrl-C the run ends at
 /// the time reached (metrics marked `partial`) and `interrupted` is true.
-/// The resolved configuration has every default filled in.
 #[pyfunction]
 #[pyo3(signature = (config, progress=None, trace_path=None, trace_format="json"))]
 fn run<'py>(
@@ -98,7 +136,9 @@ fn run<'py>(
         .parse()
         .map_err(|e: String| PyValueError::new_err(format!("trace_format: {e}")))?;
     let cfg = extract_config(py, config)?;
-    let resolved = serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    // kept for `Outcome::config`: the simulation widens `window` and, when
+    // stopped early, shortens `duration` in its own copy
+    let resolved = cfg.clone();
     let duration = cfg.duration;
     let err = |e: irqlab_sim::SimError| PyValueError::new_err(e.to_string());
     let mut sim = py.detach(|| crate::guard("simulate", || Simulation::new(cfg).map_err(err)))?;
@@ -145,14 +185,11 @@ fn run<'py>(
             Ok((m, text))
         })
     })?;
-    let metrics = crate::topy::to_py(py, &m)?;
-    Ok((
-        metrics,
-        t,
-        resolved,
-        interrupted,
-        records_to_py(py, &records)?,
-    ))
+    let outcome = Outcome {
+        metrics: m,
+        config: resolved,
+    };
+    Ok((outcome, t, interrupted, records_to_py(py, &records)?))
 }
 
 /// Little-endian bytes of a column (for `numpy.frombuffer`).
@@ -202,6 +239,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "sim")?;
     m.add_function(wrap_pyfunction!(run, &m)?)?;
     m.add_function(wrap_pyfunction!(metrics_schema, &m)?)?;
+    m.add_class::<Outcome>()?;
     parent.add_submodule(&m)?;
     Ok(())
 }

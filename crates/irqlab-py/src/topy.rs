@@ -13,6 +13,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -21,13 +22,36 @@ use serde::ser::{self, Serialize};
 
 /// The Python object of `v`, as `json.loads(serde_json::to_string(v))`.
 pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
-    let keys = RefCell::new(HashMap::new());
+    let keys = RefCell::new(Keys::default());
     v.serialize(Ser { py, keys: &keys }).map_err(|e| e.0)
 }
 
 /// Struct field names already made into Python strings (by address and
 /// length: the names are `&'static str`).
-type Keys<'py> = RefCell<HashMap<(usize, usize), Bound<'py, PyString>>>;
+type Keys<'py> = HashMap<(usize, usize), Bound<'py, PyString>, BuildHasherDefault<AddrHasher>>;
+
+/// A hasher for the `(address, length)` keys of [`Keys`]: one multiply
+/// per word (Fibonacci hashing). SipHash, the default, cost more than
+/// building the dict the key goes into.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
 
 /// An error while building the objects (a Python error, or a type JSON
 /// cannot represent).
@@ -63,7 +87,7 @@ impl From<PyErr> for Error {
 #[derive(Clone, Copy)]
 struct Ser<'a, 'py> {
     py: Python<'py>,
-    keys: &'a Keys<'py>,
+    keys: &'a RefCell<Keys<'py>>,
 }
 
 type R<'py> = Result<Bound<'py, PyAny>, Error>;
