@@ -66,22 +66,25 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
 
     fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
         let o = self.0;
-        if let Ok(s) = o.cast::<PyString>() {
+        // the exact types first: one pointer comparison each (a subclass
+        // check is a call into Python in the stable ABI)
+        if let Ok(s) = o.cast_exact::<PyString>() {
+            v.visit_str(s.to_str()?)
+        } else if let Ok(i) = o.cast_exact::<PyInt>() {
+            visit_int(i, v)
+        } else if let Ok(d) = o.cast_exact::<PyDict>() {
+            visit_dict(d, v)
+        } else if let Ok(l) = o.cast_exact::<PyList>() {
+            visit_list(l, v)
+        } else if let Ok(s) = o.cast::<PyString>() {
             v.visit_str(s.to_str()?)
         } else if let Ok(d) = o.cast::<PyDict>() {
-            v.visit_map(DictAccess {
-                iter: d.iter(),
-                value: None,
-                left: d.len(),
-            })
+            visit_dict(d, v)
         } else if let Ok(b) = o.cast::<PyBool>() {
             // before int: a bool is an int in Python, never in JSON
             v.visit_bool(b.is_true())
         } else if let Ok(i) = o.cast::<PyInt>() {
-            match i.extract::<u64>() {
-                Ok(x) => v.visit_u64(x),
-                Err(_) => v.visit_i64(i.extract::<i64>()?),
-            }
+            visit_int(i, v)
         } else if let Ok(f) = o.cast::<PyFloat>() {
             let x = f.value();
             if !x.is_finite() {
@@ -89,11 +92,7 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
             }
             v.visit_f64(x)
         } else if let Ok(l) = o.cast::<PyList>() {
-            v.visit_seq(SeqAccess {
-                len: l.len(),
-                items: Items::List(l),
-                next: 0,
-            })
+            visit_list(l, v)
         } else if let Ok(t) = o.cast::<PyTuple>() {
             v.visit_seq(SeqAccess {
                 len: t.len(),
@@ -154,6 +153,30 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
         bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
         identifier ignored_any
     }
+}
+
+/// An integer in 64 bits (serde_json reads a larger one as a float).
+fn visit_int<'de, V: Visitor<'de>>(i: &Bound<'_, PyInt>, v: V) -> Result<V::Value, Error> {
+    match i.extract::<u64>() {
+        Ok(x) => v.visit_u64(x),
+        Err(_) => v.visit_i64(i.extract::<i64>()?),
+    }
+}
+
+fn visit_dict<'de, V: Visitor<'de>>(d: &Bound<'_, PyDict>, v: V) -> Result<V::Value, Error> {
+    v.visit_map(DictAccess {
+        iter: d.iter(),
+        value: None,
+        left: d.len(),
+    })
+}
+
+fn visit_list<'de, V: Visitor<'de>>(l: &Bound<'_, PyList>, v: V) -> Result<V::Value, Error> {
+    v.visit_seq(SeqAccess {
+        len: l.len(),
+        items: Items::List(l),
+        next: 0,
+    })
 }
 
 enum Items<'a, 'py> {
@@ -276,4 +299,3 @@ impl<'de> de::VariantAccess<'de> for VariantAccess<'_> {
         de::Deserializer::deserialize_any(De(&self.0), v)
     }
 }
-

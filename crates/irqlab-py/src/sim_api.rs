@@ -229,6 +229,22 @@ fn records_to_py<'py>(py: Python<'py>, r: &Records) -> PyResult<Bound<'py, PyDic
     Ok(out)
 }
 
+/// The configuration `config` (a dict or JSON text, as for `run`) read,
+/// with every default filled in, as JSON text; errors as for `run`.
+/// `direct_only` (for tests): a dict must be read by the direct reader
+/// (`frompy`), or `ValueError` says why it gave up.
+#[pyfunction]
+#[pyo3(signature = (config, direct_only=false))]
+fn read_config(py: Python<'_>, config: &Bound<'_, PyAny>, direct_only: bool) -> PyResult<String> {
+    let cfg = if direct_only {
+        crate::frompy::from_py::<SimConfig>(config)
+            .map_err(|e| PyValueError::new_err(format!("read directly: {e}")))?
+    } else {
+        extract_config(py, config)?
+    };
+    serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// The JSON Schema of `metrics.json` (JSON text).
 #[pyfunction]
 fn metrics_schema() -> String {
@@ -239,6 +255,7 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "sim")?;
     m.add_function(wrap_pyfunction!(run, &m)?)?;
     m.add_function(wrap_pyfunction!(metrics_schema, &m)?)?;
+    m.add_function(wrap_pyfunction!(read_config, &m)?)?;
     m.add_class::<Outcome>()?;
     parent.add_submodule(&m)?;
     Ok(())

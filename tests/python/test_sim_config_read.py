@@ -1,0 +1,82 @@
+"""How ``simulate()`` reads its configuration dict and hands back its
+results (issue 20): the direct reader (``crates/irqlab-py/src/frompy.rs``)
+gives exactly the configuration the JSON path gives, or gives up so that
+the slower paths word the error; the metrics and the resolved
+configuration stay Rust values until read, then equal their JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from irqlab._native import sim as native
+from irqlab.experiments import quest_table1
+from irqlab.sim import simulate
+
+GOLDEN = Path(__file__).resolve().parents[2] / "crates/irqlab-sim/tests/golden"
+
+
+def small() -> dict:
+    return quest_table1.config(with_cd=True, duration=20_000_000)
+
+
+def test_the_direct_reader_reads_every_golden_configuration_as_json_does() -> None:
+    """Every configuration of every shipped scenario and experiment: the
+    dict read directly (no fallback allowed) is the configuration its JSON
+    text gives, field for field and default for default."""
+    files = sorted(GOLDEN.glob("*.config.json"))
+    assert len(files) > 50
+    for f in files:
+        text = f.read_text()
+        assert native.read_config(json.loads(text), True) == native.read_config(text), f.name
+
+
+@pytest.mark.parametrize(("path", "value"), [
+    (("cpus",), True),              # a bool is an int in Python, never in JSON
+    (("duration",), 20_000_000.0),  # a float is never an integer
+    (("duration",), 2 ** 70),       # beyond 64 bits: JSON reads a float
+    (("duration",), math.nan),      # JSON has no NaN
+    (("trace",), {"enabled": 1}),   # an int is not a bool
+    (("trace",), {1: True}),        # keys are strings
+    (("servers",), {"not": "a list"}),
+])
+def test_the_direct_reader_gives_up_where_python_and_json_differ(path: tuple[str, ...],
+                                                                  value: object) -> None:
+    cfg = small()
+    cfg[path[0]] = value
+    with pytest.raises(ValueError, match="read directly"):
+        native.read_config(cfg, True)
+
+
+def test_an_invalid_dict_is_worded_by_the_json_path() -> None:
+    cfg = small()
+    cfg["servers"][0]["cpu"] = "zero"
+    with pytest.raises(ValueError, match=r"servers\[0\]\.cpu: invalid type: string \"zero\""):
+        simulate(cfg)
+    cfg = small()
+    cfg["tasks"][0]["colour"] = "red"
+    with pytest.raises(ValueError, match=r"tasks\[0\]\.colour: unknown field `colour`, expected"):
+        simulate(cfg)
+
+
+def test_tuples_and_dict_subclasses_are_read_as_lists_and_dicts() -> None:
+    from collections import OrderedDict
+
+    cfg = small()
+    text = json.dumps(cfg)
+    cfg["servers"] = tuple(OrderedDict(s) for s in cfg["servers"])
+    assert native.read_config(cfg, True) == native.read_config(text)
+
+
+def test_metrics_and_config_are_built_when_first_read_and_kept() -> None:
+    r = simulate(small())
+    assert r._metrics is None and r._config is None
+    m = r.metrics
+    assert r.metrics is m and json.loads(json.dumps(m)) == m
+    c = r.config
+    assert r.config is c
+    assert c == json.loads(native.read_config(small()))
+    assert c["duration"] == 20_000_000 and m["duration_ns"] == 20_000_000
