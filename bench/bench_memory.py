@@ -21,14 +21,15 @@ measurement and reads its peak RSS and CPU time from ``wait4``:
   struct). The Python side is ``simulate(config_dict)``: reading the dict
   into a ``SimConfig``, the same ``simulate`` work, and a ``SimResult``
   whose metrics and resolved configuration stay Rust values until read;
-  then, on its own, the first read of ``result.metrics`` (the Python
-  dicts and lists of ``metrics.json``) and of ``result.config``. Both
+  then, timed on their own after another call, the first read of
+  ``result.metrics`` (the Python dicts and lists of ``metrics.json``) and
+  of ``result.config``. Both
   sides: CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``; wall
   time on this loaded 2-core machine varies 2-3x between rounds), warm
-  calls only (the Rust child runs the call several times and its first,
-  cold run is dropped; Python makes one untimed call first), results
-  freed after the clock is read on both sides, at least 7 alternating
-  rounds.
+  calls only, back to back (the Rust child runs the call three times and
+  its first, cold run is dropped; Python makes one untimed call first,
+  then two timed ones per round), results freed after the clock is read
+  on both sides, at least 7 alternating rounds.
 
 Prints one JSON line per figure; rounds alternate (min/median/max).
 Arguments choose figures (`rss`, `tracing`, `python`; default all).
@@ -133,19 +134,20 @@ def python_call(exe: Path, work: Path) -> None:
         for line in lines[1:]:  # the first run is the process's cold one
             rust.append(float(line.split("; cpu ")[1].split(" s")[0]))
             parse.append(float(line.split("; parse ")[1].split(" s")[0]))
-        for _ in range(2):
+        for _ in range(2):  # back to back, as the Rust runs
             t0 = time.thread_time()
             r = simulate(cfg64)
-            t1 = time.thread_time()
-            r.metrics  # noqa: B018 -- the first read builds the dicts
-            t2 = time.thread_time()
-            r.config  # noqa: B018
-            t3 = time.thread_time()
+            call.append(time.thread_time() - t0)
             del r
-            call.append(t1 - t0)
-            metrics.append(t2 - t1)
-            config.append(t3 - t2)
-    with_metrics = [a + b for a, b in zip(call, metrics, strict=True)]
+        r = simulate(cfg64)
+        t0 = time.thread_time()
+        r.metrics  # noqa: B018 -- the first read builds the dicts
+        t1 = time.thread_time()
+        r.config  # noqa: B018
+        metrics.append(t1 - t0)
+        config.append(time.thread_time() - t1)
+        del r
+    with_metrics = [c + m for c, m in zip(call[::2], metrics, strict=True)]
     rust_med = statistics.median(rust)
     print(json.dumps({"figure": "simulate() from Python / Rust (parse + simulate), "
                                 "64 CPUs x 10 tasks, CPU time of the calling thread",

@@ -9,7 +9,8 @@
 //! lists, `None` and unit are `None`, a non-finite float is `None` (JSON
 //! has no NaN), a unit enum variant is its name, a newtype variant
 //! `{name: value}`. Struct field names are interned Python strings (built
-//! once per name, not once per object).
+//! once per name, not once per object), and every `0.0` is one shared
+//! float object.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -23,7 +24,13 @@ use serde::ser::{self, Serialize};
 /// The Python object of `v`, as `json.loads(serde_json::to_string(v))`.
 pub fn to_py<'py, T: Serialize + ?Sized>(py: Python<'py>, v: &T) -> PyResult<Bound<'py, PyAny>> {
     let keys = RefCell::new(Keys::default());
-    v.serialize(Ser { py, keys: &keys }).map_err(|e| e.0)
+    let zero = 0.0_f64.into_pyobject(py)?.into_any();
+    v.serialize(Ser {
+        py,
+        keys: &keys,
+        zero: &zero,
+    })
+    .map_err(|e| e.0)
 }
 
 /// Struct field names already made into Python strings (by address and
@@ -88,6 +95,9 @@ impl From<PyErr> for Error {
 struct Ser<'a, 'py> {
     py: Python<'py>,
     keys: &'a RefCell<Keys<'py>>,
+    /// The float `0.0`, shared (floats are immutable): most window values
+    /// of a large model are zero.
+    zero: &'a Bound<'py, PyAny>,
 }
 
 type R<'py> = Result<Bound<'py, PyAny>, Error>;
@@ -168,7 +178,9 @@ impl<'a, 'py> ser::Serializer for Ser<'a, 'py> {
         self.serialize_f64(v.into())
     }
     fn serialize_f64(self, v: f64) -> R<'py> {
-        if v.is_finite() {
+        if v == 0.0 && v.is_sign_positive() {
+            Ok(self.zero.clone())
+        } else if v.is_finite() {
             Ok(v.into_pyobject(self.py)?.into_any())
         } else {
             self.serialize_unit()
