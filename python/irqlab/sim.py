@@ -105,7 +105,8 @@ class SimResult:
 
     The simulator keeps the metrics and the configuration as Rust values
     until they are first read: then they become Python objects (the same
-    objects ``json.loads`` gives for their JSON text) and are kept. A run
+    objects ``json.loads`` gives for their JSON text), kept here, and the
+    Rust values are freed. A run
     whose metrics or configuration are never read does not pay for them
     (issue 20)."""
 
@@ -128,7 +129,9 @@ class SimResult:
         self.records: dict[str, dict[str, Any]] = records or {}
 
     def __repr__(self) -> str:
-        return f"<SimResult of {self.metrics.get('duration_ns')} ns>"
+        if self._metrics is None:  # not built just to be shown
+            return "<SimResult>"
+        return f"<SimResult of {self._metrics.get('duration_ns')} ns>"
 
     @property
     def metrics(self) -> dict[str, Any]:
@@ -140,7 +143,7 @@ class SimResult:
             gc_was_on = gc.isenabled()
             gc.disable()
             try:
-                self._metrics = self._outcome.metrics()
+                self._metrics = self._outcome.take_metrics()
             finally:
                 if gc_was_on:
                     gc.enable()
@@ -150,7 +153,7 @@ class SimResult:
     def config(self) -> dict[str, Any] | None:
         """The configuration that ran (every default filled in), or None."""
         if self._config is None and self._outcome is not None:
-            self._config = self._outcome.config()
+            self._config = self._outcome.take_config()
         return self._config
 
     @property

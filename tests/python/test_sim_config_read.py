@@ -2,7 +2,8 @@
 results (issue 20): the direct reader (``crates/irqlab-py/src/frompy.rs``)
 gives exactly the configuration the JSON path gives, or gives up so that
 the slower paths word the error; the metrics and the resolved
-configuration stay Rust values until read, then equal their JSON."""
+configuration stay Rust values until read, then equal their JSON and the
+Rust values are freed."""
 
 from __future__ import annotations
 
@@ -80,3 +81,13 @@ def test_metrics_and_config_are_built_when_first_read_and_kept() -> None:
     assert r.config is c
     assert c == json.loads(native.read_config(small()))
     assert c["duration"] == 20_000_000 and m["duration_ns"] == 20_000_000
+    # the Rust values are freed once taken: Python keeps the only copy
+    for take in (r._outcome.take_metrics, r._outcome.take_config):
+        with pytest.raises(RuntimeError, match="already taken"):
+            take()
+
+
+def test_a_result_is_shown_without_building_its_metrics() -> None:
+    r = simulate(small())
+    assert repr(r) == "<SimResult>" and r._metrics is None
+    assert repr(r.tasks).endswith("tasks>") and "20000000 ns" in repr(r)

@@ -4,8 +4,8 @@
 //! text or streamed to a file (JSON or Perfetto protobuf), the optional
 //! per-job and per-request records as byte columns for NumPy, and an
 //! [`Outcome`] that keeps the metrics and the resolved configuration in
-//! Rust until Python asks for them (then they become Python objects, with
-//! no JSON text in between). Configuration errors raise `ValueError`
+//! Rust until Python takes them (then they become Python objects, with no
+//! JSON text in between, and the Rust values are freed). Configuration errors raise `ValueError`
 //! naming the field path, the value and the rule (a type error reads
 //! `trace: expected an object ...`, never a bare serde struct name). The
 //! simulation runs in slices of simulated time (`Simulation::run_until`;
@@ -19,7 +19,7 @@ use std::io::BufWriter;
 use std::path::PathBuf;
 
 use irqlab_sim::{Metrics, Records, SimConfig, Simulation, TraceFormat};
-use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyValueError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
@@ -82,32 +82,41 @@ type RunResult<'py> = (Outcome, String, bool, Bound<'py, PyDict>);
 
 /// The metrics and the resolved configuration (every default filled in)
 /// of one run, held as Rust values: each becomes Python objects only when
-/// asked for (`metrics()`, `config()`), so a caller that reads neither
-/// pays nothing for them.
-#[pyclass(module = "irqlab._native.sim", name = "Outcome", frozen)]
+/// taken (`take_metrics()`, `take_config()`), so a caller that reads
+/// neither pays nothing for them, and the Rust values are freed once
+/// taken (a caller keeps the Python objects).
+#[pyclass(module = "irqlab._native.sim", name = "Outcome")]
 struct Outcome {
-    metrics: Metrics,
-    config: SimConfig,
+    metrics: Option<Metrics>,
+    config: Option<SimConfig>,
+}
+
+/// The Python objects of `value`, which is then freed; an error if it
+/// was taken before.
+fn take<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    value: &mut Option<T>,
+    what: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let v = value
+        .as_ref()
+        .ok_or_else(|| PyRuntimeError::new_err(format!("the {what} were already taken")))?;
+    let obj = crate::topy::to_py(py, v)?;
+    *value = None;
+    Ok(obj)
 }
 
 #[pymethods]
 impl Outcome {
-    /// The metrics: the objects `json.loads` gives for `metrics.json`
-    /// (built anew on each call).
-    fn metrics<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::topy::to_py(py, &self.metrics)
+    /// The metrics: the objects `json.loads` gives for `metrics.json`.
+    fn take_metrics<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        take(py, &mut self.metrics, "metrics")
     }
 
-    /// The configuration that ran, every default filled in, as the
-    /// objects `json.loads` gives for its JSON text (built anew on each
-    /// call).
-    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        crate::topy::to_py(py, &self.config)
-    }
-
-    /// The same as JSON text.
-    fn config_json(&self) -> PyResult<String> {
-        serde_json::to_string(&self.config).map_err(|e| PyValueError::new_err(e.to_string()))
+    /// The configuration that ran, every default filled in: the objects
+    /// `json.loads` gives for its JSON text.
+    fn take_config<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        take(py, &mut self.config, "configuration")
     }
 }
 
@@ -117,7 +126,7 @@ impl Outcome {
 /// `progress(now_ns, duration_ns)` is called between slices. Returns
 /// `(outcome, trace_json, interrupted, records)`: `outcome` holds the
 /// metrics and the resolved configuration (every default filled in) and
-/// makes them Python objects on request; `trace_json` is the trace as JSON text, or ""
+/// makes them Python objects when they are taken; `trace_json` is the trace as JSON text, or ""
 /// when it was written to `trace_path` (streamed from the compact records,
 /// in `trace_format` "json" or "perfetto"); `records` holds the per-job
 /// and per-request columns (`records` in the configuration) as
@@ -186,8 +195,8 @@ fn run<'py>(
         })
     })?;
     let outcome = Outcome {
-        metrics: m,
-        config: resolved,
+        metrics: Some(m),
+        config: Some(resolved),
     };
     Ok((outcome, t, interrupted, records_to_py(py, &records)?))
 }
