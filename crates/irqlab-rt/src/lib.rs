@@ -828,20 +828,7 @@ impl Runtime {
             self.shutdown();
             return Err(e);
         }
-        let pending = std::mem::take(&mut self.pending);
-        // Every managed thread is runnable in the core from the start, made
-        // so here rather than by the thread itself: a thread waiting at the
-        // background priority behind a dispatched thread that never blocks
-        // (a full-budget server) would never run to say it is runnable, and
-        // its server would never be chosen. A dispatched server whose thread
-        // has not registered yet is boosted once it does.
-        for (h, _) in &pending {
-            let cpu = &self.shared.cpus[h.cpu];
-            park::critical(|| {
-                let _ = cpu.lock().sched.wakeup(sys::now(), h.id, None);
-            });
-        }
-        for (h, body) in pending {
+        for (h, body) in std::mem::take(&mut self.pending) {
             let shared = self.shared.clone();
             let what = {
                 let st = self.shared.cpus[h.cpu].lock();
@@ -1355,10 +1342,11 @@ fn managed_thread(shared: Arc<Shared>, h: TaskHandle, body: TaskBody) {
     let sh = cpu.lock().threads[h.id.0].sh.clone();
     park::attach(&sh.park);
     let tid = sys::gettid();
-    // Already runnable in the core (`start`); registered before it moves to
-    // its CPU, so a stop can restore a thread that never gets that CPU (a
-    // competing real-time thread).
-    if let Err(e) = enter_managed(&shared, &cpu, h.id, tid, false) {
+    // Registered and runnable in the core before it moves to its CPU (see
+    // `enter_managed`), and before `start` opens the gate: a stop can
+    // restore a thread that never gets that CPU (a competing real-time
+    // thread), and its server can be chosen though it never runs on its own.
+    if let Err(e) = enter_managed(&shared, &cpu, h.id, tid, true) {
         shared.warn(format!("thread {}: {e}", h.id.0));
     }
     shared.wait_start();
