@@ -13,7 +13,7 @@ import pytest
 from irqlab import experiments
 from irqlab.analysis import quest_eq1, usb_latency_bound, usb_typical_throughput, vint_sweep
 from irqlab.cli import main
-from irqlab.model import load, scenario_path
+from irqlab.model import load, scenario_path, scenarios
 from irqlab.sim import simulate
 
 
@@ -318,3 +318,46 @@ def test_analyze_linux_fifo_by_hand(tmp_path: Path, capsys: pytest.CaptureFixtur
     bound = {t["name"]: t["response"] for t in b["tasks"]}
     for t in m["tasks"]:
         assert 0 < t["response"]["max_ns"] <= bound[t["name"]] and t["deadline_misses"] == 0
+
+
+# Every shipped scenario's verdict (docs/analysis.md, "The shipped
+# scenarios"): exit status and the first reason (None when it passes).
+SHIPPED_VERDICTS = {
+    "control-and-flood": None,
+    "control-and-flood-no-iovcpu": "task control: exceeds its deadline (utilization 1.0650",
+    "isolation": "server ctl: it does not receive its budget within its period",
+    "quest-pibs-vs-ss": None,
+    "quest-table1": "server VCPU0: it does not receive its budget within its period",
+    "usb-mode-change": "task tau_C: no bound: a 20000 ns segment has no bound in its server",
+    "usb-priority-inversion": "server high: it does not receive its budget within its period",
+    "usb-priority-inversion-one-rt": "server high: it does not receive its budget",
+    "usb-priority-inversion-rt": "server high: it does not receive its budget within its period",
+    "usb-roundtrip": "cpu 0: the interrupt load alone is 117% of the CPU: it starves every task",
+    "usb-throughput": None,
+    "vint-analysis": None,
+    "vint-case": "task mplayer: Eq. 4 exceeds the period",
+}
+
+
+def test_every_shipped_scenario_is_listed() -> None:
+    """A new scenario gets its verdict above and in docs/analysis.md."""
+    assert set(SHIPPED_VERDICTS) == set(scenarios())
+
+
+@pytest.mark.parametrize("name", sorted(SHIPPED_VERDICTS))
+def test_every_shipped_scenario_analyzes(name: str, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`irqlab analyze` gives every shipped scenario a verdict: exit 0 when
+    everything is bounded, else exit 1 with the reason first in the list."""
+    out = tmp_path / "b.json"
+    reason = SHIPPED_VERDICTS[name]
+    assert main(["analyze", str(scenario_path(name)), "--json", str(out)]) == (
+        0 if reason is None else 1)
+    verdict = json.loads(out.read_text())["verdict"]
+    text = capsys.readouterr().out
+    if reason is None:
+        assert verdict == {"ok": True, "failures": []}
+        assert "verdict: every server, task and flow is bounded within its deadline" in text
+    else:
+        assert not verdict["ok"] and verdict["failures"][0].startswith(reason), verdict
+        assert f"  - {verdict['failures'][0]}" in text
