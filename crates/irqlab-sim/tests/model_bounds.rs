@@ -195,3 +195,50 @@ fn server_tasks_within_bounds() {
         true,
     );
 }
+
+/// Lehoczky's arbitrary-deadline example on a `linux` CPU (us): SCHED_FIFO
+/// `hi` (26 every 70) above `lo` (62 every 100, deadline 200), released
+/// together with no interrupts. `lo`'s level-i busy period holds 7 jobs
+/// (694 us) and its worst response is job 4's 118 us (job 0 alone: 114 us;
+/// `rta.rs` works it by hand). Released together without jitter is the
+/// critical instant, so the simulation reaches 118 us exactly: an analysis
+/// of the first job only fails here (the random machines above have
+/// deadlines equal to their periods, where later jobs cannot change a
+/// bound that passes).
+#[test]
+fn a_later_job_of_the_busy_period_is_the_worst() {
+    const US: u64 = 1_000;
+    let task = |name: &str, priority, c, period, deadline| TaskCfg {
+        name: name.into(),
+        server: 0,
+        priority,
+        release: Release::Periodic {
+            period,
+            deadline,
+            offset: 0,
+            jobs: None,
+        },
+        program: vec![Phase::Compute { ns: c }],
+        abort_on_miss: false,
+    };
+    let mut r = Rng(1);
+    let mut cfg = machine(&mut r, InterruptPath::Linux, false);
+    cfg.duration = 7_000 * US; // ten hyperperiods of 700 us
+    cfg.servers = vec![ServerCfg {
+        name: "fifo".into(),
+        cpu: 0,
+        policy: PolicyCfg::Unbounded,
+        rank: Some(1),
+    }];
+    cfg.tasks = vec![
+        task("hi", 2, 26 * US, 70 * US, None),
+        task("lo", 1, 62 * US, 100 * US, Some(200 * US)),
+    ];
+    (cfg.devices, cfg.classes) = (vec![], vec![]);
+    let b = model_bounds(&cfg).expect("valid machine");
+    let lo = b.tasks.iter().find(|t| t.name == "lo").expect("lo");
+    assert_eq!((lo.response, lo.schedulable), (Some(118 * US), true));
+    let (m, _) = simulate(cfg).expect("valid machine");
+    let sim = m.tasks.iter().find(|t| t.name == "lo").expect("lo");
+    assert_eq!((sim.response.max, sim.deadline_misses), (Some(118 * US), 0));
+}
