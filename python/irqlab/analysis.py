@@ -165,7 +165,43 @@ def bounds(model: LoadedModel | dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-uunifast = _a.uunifast  # (n, total, seed=0) -> n utilizations summing to total
+def uunifast(n: int, total: float, seed: int = 0) -> list[float]:
+    """UUniFast (Bini & Buttazzo): ``n`` utilizations (fractions of a CPU)
+    summing to ``total``, uniformly distributed, deterministic for ``seed``."""
+    return _a.uunifast(n, total, seed)
+
+
+def periods(n: int, lo_ns: int, hi_ns: int, *, log_uniform: bool = False,
+            seed: int = 0) -> list[int]:
+    """``n`` periods in integer ns drawn from ``[lo_ns, hi_ns]``, uniformly or
+    log-uniformly (each decade as likely as the next), deterministic for
+    ``seed``."""
+    return _a.periods(n, lo_ns, hi_ns, log_uniform, seed)
+
+
+def rm_priorities(periods_ns: Sequence[int]) -> list[int]:
+    """Rate-monotonic priorities for ``periods_ns`` (integer ns): shorter
+    period, higher priority (higher is more urgent); ties by position."""
+    return _a.rm_priorities(list(periods_ns))
+
+
+def random_priorities(n: int, *, seed: int = 0) -> list[int]:
+    """A random permutation of priorities ``1..n`` (higher is more urgent),
+    as VINT §VII-A gives interrupts; deterministic for ``seed``."""
+    return _a.random_priorities(n, seed)
+
+
+def vint_table2(params: dict[str, Any] | None = None, *, seed: int = 0, index: int = 0,
+                pcpus: int = 1) -> list[dict[str, Any]]:
+    """System ``index`` of a VINT sweep with ``seed`` (the generator of VINT
+    §VII-A, Table II defaults overridden by ``params`` as in ``vint_sweep``):
+    the very system ``vint_sweep(params, sets, seed=seed, pcpus=pcpus)``
+    evaluates as its set ``index``. Per PCPU a dict of ``vcpus`` (budget,
+    period, priority), ``tasks`` (C, T, priority, vcpu), ``phys`` (C, T,
+    priority, J) and ``virt`` (isr, dsr, dsr_priority, T, priority, vcpu,
+    phys); times in integer ns, higher priority more urgent. VCPU budgets
+    are 0: the sweep searches them (VINT §VII-A)."""
+    return _a.vint_table2(params or {}, seed, index, pcpus)
 
 
 def hypervisor_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:

@@ -288,6 +288,38 @@ def test_uunifast_from_python() -> None:
         uunifast(3, -1.0)
 
 
+def test_generators_from_python() -> None:
+    from irqlab.analysis import periods, random_priorities, rm_priorities, vint_table2
+    t = periods(1000, 1_000_000, 1_000_000_000, log_uniform=True, seed=5)
+    assert all(1_000_000 <= p <= 1_000_000_000 for p in t)
+    assert t == periods(1000, 1_000_000, 1_000_000_000, log_uniform=True, seed=5)
+    # log-uniform: about a third per decade; uniform: about 0.1 % in the first
+    assert 250 < sum(p < 10_000_000 for p in t) < 420
+    lin = periods(1000, 1_000_000, 1_000_000_000, seed=5)
+    assert sum(p < 10_000_000 for p in lin) < 30
+    assert rm_priorities([30, 10, 20]) == [1, 3, 2]
+    assert sorted(random_priorities(8, seed=2)) == list(range(1, 9))
+    with pytest.raises(ValueError, match="0 < lo <= hi"):
+        periods(3, 10, 5)
+    # Table II (VINT §VII-A): 3 VCPUs of 3 tasks at U 0.10, 6 physical
+    # interrupts, 2 virtual per VCPU, each tied to a physical one's period
+    a = vint_table2({}, seed=3, index=7, pcpus=2)
+    assert a == vint_table2({}, seed=3, index=7, pcpus=2) != vint_table2({}, seed=3, index=8,
+                                                                          pcpus=2)
+    c = a[0]
+    assert [len(c[k]) for k in ("vcpus", "tasks", "phys", "virt")] == [3, 9, 6, 6]
+    for v in range(3):
+        u = sum(k["C"] / k["T"] for k in c["tasks"] if k["vcpu"] == v)
+        assert abs(u - 0.10) < 1e-3
+    for q in c["virt"]:
+        assert q["T"] == c["phys"][q["phys"]]["T"]
+        assert 5_000_000 <= q["T"] <= 10_000_000
+    fast = vint_table2({"irq_interarrival": (500_000, 1_000_000)})[0]
+    assert all(500_000 <= q["T"] <= 1_000_000 for q in fast["phys"])
+    with pytest.raises(ValueError, match="unknown key"):
+        vint_table2({"vcpu_budget": 1})
+
+
 FIFO = """machine: {cpus: 1, path: linux}
 simulation: {duration: 2s, seed: 0}
 vcpus:

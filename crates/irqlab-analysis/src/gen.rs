@@ -40,6 +40,29 @@ pub fn rm_priorities(periods: &[u64]) -> Vec<u32> {
     prio
 }
 
+/// `n` periods drawn uniformly (or log-uniformly, so each decade is as
+/// likely as the next) from `[lo, hi]` ns.
+pub fn periods(rng: &mut Rng, n: usize, lo: u64, hi: u64, log_uniform: bool) -> Vec<u64> {
+    (0..n)
+        .map(|_| {
+            if log_uniform {
+                rng.log_uniform(lo, hi)
+            } else {
+                rng.range(lo, hi)
+            }
+        })
+        .collect()
+}
+
+/// Random priorities: a uniformly drawn permutation of `1..=n` (higher is
+/// more urgent), as VINT §VII-A gives physical interrupts.
+pub fn random_priorities(rng: &mut Rng, n: usize) -> Vec<u32> {
+    rng.permutation(n)
+        .into_iter()
+        .map(|p| p as u32 + 1)
+        .collect()
+}
+
 /// Parameters of the VINT Table II generator (one PCPU; times in ns).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableII {
@@ -82,6 +105,14 @@ impl TableII {
     /// distinct physical interrupt of the PCPU (same inter-arrival time),
     /// one DSR task per virtual interrupt, UUniFast task utilizations,
     /// rate-monotonic VCPU and task priorities, random interrupt priorities.
+    /// System `index` of a sweep with `seed`: `pcpus` PCPUs drawn from
+    /// the stream `(seed, index)` alone, so a system is the same whichever
+    /// thread or process generates it (what `sweep::sweep` evaluates).
+    pub fn system(&self, pcpus: usize, seed: u64, index: u64) -> Vec<Pcpu> {
+        let mut rng = Rng::stream(seed, index);
+        (0..pcpus).map(|_| self.generate(&mut rng)).collect()
+    }
+
     pub fn generate(&self, rng: &mut Rng) -> Pcpu {
         let nv = self.vcpus;
         let vcpus: Vec<Vcpu> = (0..nv)
@@ -109,12 +140,12 @@ impl TableII {
             }
         }
         let np = self.phys_per_pcpu;
-        let pprio = rng.permutation(np);
+        let pprio = random_priorities(rng, np);
         let phys: Vec<PhysIrq> = (0..np)
             .map(|i| PhysIrq {
                 wcet: rng.range(self.isr_wcet.0, self.isr_wcet.1),
                 period: rng.range(self.irq_interarrival.0, self.irq_interarrival.1),
-                prio: pprio[i] as u32 + 1,
+                prio: pprio[i],
                 jitter: 0,
             })
             .collect();
@@ -144,6 +175,60 @@ impl TableII {
             tasks,
             phys,
             virt,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn periods_stay_in_range_and_log_uniform_favours_small_decades() {
+        let mut rng = Rng::new(7);
+        let lin = periods(&mut rng, 4000, 1_000, 1_000_000, false);
+        let log = periods(&mut rng, 4000, 1_000, 1_000_000, true);
+        assert!(lin
+            .iter()
+            .chain(&log)
+            .all(|&p| (1_000..=1_000_000).contains(&p)));
+        // below 31.6 us (the geometric middle): half of a log-uniform draw,
+        // about 3 % of a uniform one
+        let low = |v: &[u64]| v.iter().filter(|&&p| p < 31_623).count();
+        assert!((1800..2200).contains(&low(&log)), "{}", low(&log));
+        assert!(low(&lin) < 200, "{}", low(&lin));
+    }
+
+    #[test]
+    fn random_priorities_are_a_permutation() {
+        let mut p = random_priorities(&mut Rng::new(3), 50);
+        p.sort_unstable();
+        assert_eq!(p, (1..=50).collect::<Vec<u32>>());
+    }
+
+    #[test]
+    fn rm_priorities_rank_shorter_periods_higher() {
+        assert_eq!(rm_priorities(&[30, 10, 20, 10]), vec![1, 4, 2, 3]);
+    }
+
+    #[test]
+    fn a_system_depends_only_on_seed_and_index() {
+        let t = TableII::default();
+        assert_eq!(t.system(4, 9, 17), t.system(4, 9, 17));
+        assert_ne!(t.system(4, 9, 17), t.system(4, 9, 18));
+        let s = &t.system(1, 0, 0)[0];
+        assert_eq!(
+            (s.vcpus.len(), s.tasks.len(), s.phys.len(), s.virt.len()),
+            (3, 9, 6, 6)
+        );
+        for v in 0..3 {
+            let u: f64 = s
+                .tasks
+                .iter()
+                .filter(|k| k.vcpu == v)
+                .map(|k| k.wcet as f64 / k.period as f64)
+                .sum();
+            assert!((u - 0.10).abs() < 1e-3, "VCPU {v}: {u}");
         }
     }
 }

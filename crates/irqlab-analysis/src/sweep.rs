@@ -1,12 +1,12 @@
 //! Parallel sweeps over generated systems (VINT §VII): for each system and
 //! scheme (DS/SS x base/vINT), the verdicts of `vint::evaluate`.
 //!
-//! Design principles: system `i` depends only on `(seed, i)` (`Rng::stream`)
+//! Design principles: system `i` depends only on `(seed, i)` (`TableII::system`)
 //! and results are combined by index, so the counts are identical whatever
 //! the number of threads; work is split into contiguous chunks over
 //! `std::thread::scope` (no dependency).
 
-use crate::gen::{Rng, TableII};
+use crate::gen::TableII;
 use crate::vint::{evaluate, Replenish};
 
 /// The four schemes of VINT §VII-A.
@@ -45,8 +45,7 @@ pub fn sweep(
                 s.spawn(move || {
                     let mut c = Counts::default();
                     for i in (k * chunk)..((k + 1) * chunk).min(sets) {
-                        let mut rng = Rng::stream(seed, i);
-                        let cpus: Vec<_> = (0..pcpus).map(|_| params.generate(&mut rng)).collect();
+                        let cpus = params.system(pcpus, seed, i);
                         c.sets += 1;
                         for (n, &(_, r, v)) in SCHEMES.iter().enumerate() {
                             let verdicts: Vec<_> = cpus

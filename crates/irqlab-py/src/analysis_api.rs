@@ -153,21 +153,8 @@ fn pair(d: &Bound<'_, PyDict>, key: &str, default: (u64, u64)) -> PyResult<(u64,
     }
 }
 
-/// VINT sweep: `params` overrides the Table II defaults (ns): keys
-/// `vcpu_period`, `irq_interarrival`, `task_period`, `isr_wcet`,
-/// `virt_isr_wcet`, `dsr_wcet`, `utilization_per_vcpu`. Returns
-/// {"sets", "schedulable": {scheme: n}, "serviceable": {scheme: n}}.
-#[pyfunction]
-#[pyo3(signature = (params, sets, seed=0, pcpus=4, pseudo_ratio=(1, 1), threads=2))]
-fn vint_sweep<'py>(
-    py: Python<'py>,
-    params: &Bound<'py, PyDict>,
-    sets: u64,
-    seed: u64,
-    pcpus: usize,
-    pseudo_ratio: (u64, u64),
-    threads: usize,
-) -> PyResult<Bound<'py, PyDict>> {
+/// VINT Table II parameters: the defaults with `params`' overrides (ns).
+fn table2(params: &Bound<'_, PyDict>) -> PyResult<TableII> {
     let known = [
         "vcpu_period",
         "irq_interarrival",
@@ -227,14 +214,32 @@ fn vint_sweep<'py>(
             p.utilization_per_vcpu
         )));
     }
-    if p.vcpu_period == 0
-        || p.irq_interarrival.0 == 0
-        || pseudo_ratio.1 == 0
-        || pseudo_ratio.0 < pseudo_ratio.1
-    {
+    if p.vcpu_period == 0 || p.irq_interarrival.0 == 0 {
         return Err(PyValueError::new_err(
-            "vcpu_period and interrupt inter-arrival times must be positive; pseudo_ratio >= 1",
+            "vcpu_period and interrupt inter-arrival times must be positive",
         ));
+    }
+    Ok(p)
+}
+
+/// VINT sweep: `params` overrides the Table II defaults (ns): keys
+/// `vcpu_period`, `irq_interarrival`, `task_period`, `isr_wcet`,
+/// `virt_isr_wcet`, `dsr_wcet`, `utilization_per_vcpu`. Returns
+/// {"sets", "schedulable": {scheme: n}, "serviceable": {scheme: n}}.
+#[pyfunction]
+#[pyo3(signature = (params, sets, seed=0, pcpus=4, pseudo_ratio=(1, 1), threads=2))]
+fn vint_sweep<'py>(
+    py: Python<'py>,
+    params: &Bound<'py, PyDict>,
+    sets: u64,
+    seed: u64,
+    pcpus: usize,
+    pseudo_ratio: (u64, u64),
+    threads: usize,
+) -> PyResult<Bound<'py, PyDict>> {
+    let p = table2(params)?;
+    if pseudo_ratio.1 == 0 || pseudo_ratio.0 < pseudo_ratio.1 {
+        return Err(PyValueError::new_err("pseudo_ratio: need a ratio >= 1"));
     }
     let c = py.detach(|| {
         crate::guard("vint_sweep", || {
@@ -254,6 +259,150 @@ fn vint_sweep<'py>(
     Ok(out)
 }
 
+/// `n` periods in `[lo, hi]` ns, uniform or log-uniform (`gen::periods`),
+/// deterministic for `seed`.
+#[pyfunction]
+#[pyo3(signature = (n, lo, hi, log_uniform=false, seed=0))]
+fn periods(n: usize, lo: u64, hi: u64, log_uniform: bool, seed: u64) -> PyResult<Vec<u64>> {
+    if n == 0 || n > 1_000_000 || lo == 0 || lo > hi {
+        return Err(PyValueError::new_err(format!(
+            "periods(n {n}, lo {lo}, hi {hi}): need 1 <= n <= 1000000 and 0 < lo <= hi (ns)"
+        )));
+    }
+    Ok(irqlab_analysis::gen::periods(
+        &mut irqlab_analysis::gen::Rng::new(seed),
+        n,
+        lo,
+        hi,
+        log_uniform,
+    ))
+}
+
+/// Rate-monotonic priorities for `periods` (higher is more urgent).
+#[pyfunction]
+fn rm_priorities(periods: Vec<u64>) -> Vec<u32> {
+    irqlab_analysis::gen::rm_priorities(&periods)
+}
+
+/// A random permutation of priorities `1..=n`, deterministic for `seed`.
+#[pyfunction]
+#[pyo3(signature = (n, seed=0))]
+fn random_priorities(n: usize, seed: u64) -> PyResult<Vec<u32>> {
+    if n == 0 || n > 1_000_000 {
+        return Err(PyValueError::new_err(format!(
+            "random_priorities(n {n}): need 1 <= n <= 1000000"
+        )));
+    }
+    Ok(irqlab_analysis::gen::random_priorities(
+        &mut irqlab_analysis::gen::Rng::new(seed),
+        n,
+    ))
+}
+
+/// System `index` of a VINT sweep with `seed` (`TableII::system`): per
+/// PCPU a dict of `vcpus`, `tasks`, `phys` and `virt` lists (times in ns).
+#[pyfunction]
+#[pyo3(signature = (params, seed=0, index=0, pcpus=1))]
+fn vint_table2<'py>(
+    py: Python<'py>,
+    params: &Bound<'py, PyDict>,
+    seed: u64,
+    index: u64,
+    pcpus: usize,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    if pcpus == 0 || pcpus > 1024 {
+        return Err(PyValueError::new_err(format!(
+            "pcpus: {pcpus} must be in 1..=1024"
+        )));
+    }
+    let p = table2(params)?;
+    let rows = |items: Vec<Vec<(&str, u64)>>| -> PyResult<Vec<Bound<'py, PyDict>>> {
+        items
+            .into_iter()
+            .map(|fields| {
+                let d = PyDict::new(py);
+                for (k, v) in fields {
+                    d.set_item(k, v)?;
+                }
+                Ok(d)
+            })
+            .collect()
+    };
+    p.system(pcpus, seed, index)
+        .into_iter()
+        .map(|c| {
+            let d = PyDict::new(py);
+            d.set_item(
+                "vcpus",
+                rows(
+                    c.vcpus
+                        .iter()
+                        .map(|v| {
+                            vec![
+                                ("budget", v.budget),
+                                ("period", v.period),
+                                ("priority", v.prio as u64),
+                            ]
+                        })
+                        .collect(),
+                )?,
+            )?;
+            d.set_item(
+                "tasks",
+                rows(
+                    c.tasks
+                        .iter()
+                        .map(|t| {
+                            vec![
+                                ("C", t.wcet),
+                                ("T", t.period),
+                                ("priority", t.prio as u64),
+                                ("vcpu", t.vcpu as u64),
+                            ]
+                        })
+                        .collect(),
+                )?,
+            )?;
+            d.set_item(
+                "phys",
+                rows(
+                    c.phys
+                        .iter()
+                        .map(|q| {
+                            vec![
+                                ("C", q.wcet),
+                                ("T", q.period),
+                                ("priority", q.prio as u64),
+                                ("J", q.jitter),
+                            ]
+                        })
+                        .collect(),
+                )?,
+            )?;
+            d.set_item(
+                "virt",
+                rows(
+                    c.virt
+                        .iter()
+                        .map(|v| {
+                            vec![
+                                ("isr", v.isr),
+                                ("dsr", v.dsr),
+                                ("dsr_priority", v.dsr_prio as u64),
+                                ("T", v.period),
+                                ("priority", v.prio as u64),
+                                ("vcpu", v.vcpu as u64),
+                                ("phys", v.phys as u64),
+                            ]
+                        })
+                        .collect(),
+                )?,
+            )?;
+            Ok(d)
+        })
+        .collect()
+}
+
 pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     let m = PyModule::new(parent.py(), "analysis")?;
     m.add_function(wrap_pyfunction!(quest_eq1, &m)?)?;
@@ -264,6 +413,10 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(model_bounds, &m)?)?;
     m.add_function(wrap_pyfunction!(fp_rta, &m)?)?;
     m.add_function(wrap_pyfunction!(uunifast, &m)?)?;
+    m.add_function(wrap_pyfunction!(periods, &m)?)?;
+    m.add_function(wrap_pyfunction!(rm_priorities, &m)?)?;
+    m.add_function(wrap_pyfunction!(random_priorities, &m)?)?;
+    m.add_function(wrap_pyfunction!(vint_table2, &m)?)?;
     parent.add_submodule(&m)?;
     Ok(())
 }
