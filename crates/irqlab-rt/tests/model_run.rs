@@ -143,6 +143,67 @@ devices: [{{name: n, kind: nic, class: c, packet: 64KiB, top_half: 1us, bottom_h
         "devices[0].packet = 65536B",
         "at most 65507 bytes",
     );
+    refused(
+        "machine: {cpus: 1, path: quest}
+vcpus: [{name: m, policy: sporadic, budget: 1ms, period: 10ms, background: true}]
+tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
+        "vcpus[0].background = true",
+        "no background mode",
+    );
+    refused(
+        "machine: {cpus: 1, path: quest}
+vcpus: [{name: m, policy: cbs, runtime: 1ms, period: 10ms}]
+tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
+        "vcpus[0].policy = cbs",
+        "CBS only on the linux path",
+    );
+    refused(
+        &BASE.replace(
+            "{name: io, kind: io, policy: pibs, utilization: 10%, io_class: c}",
+            "{name: io, kind: io, policy: sporadic, budget: 1ms, period: 10ms, priority: 3, \
+             io_class: c}",
+        ),
+        "vcpus[1].priority = 3",
+        "by its period (rate-monotonic)",
+    );
+    refused(
+        "machine: {cpus: 1, path: linux}
+vcpus: [{name: dl, policy: cbs, runtime: 1ms, period: 10ms}]
+tasks:
+  - {name: a, vcpu: dl, period: 10ms, program: [{compute: 100us}]}
+  - {name: b, vcpu: dl, period: 10ms, program: [{compute: 100us}]}",
+        "tasks[0].vcpu = dl",
+        "a cbs VCPU runs one task",
+    );
+    refused(
+        "machine: {cpus: 1, path: linux, linux: {max_softirq_time: 5ms}}
+vcpus: [{name: m, policy: fifo, priority: 10}]
+tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
+        "machine.linux.max_softirq_time = 5ms",
+        "compile-time constant",
+    );
+    let preempt_rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
+    if !preempt_rt {
+        refused(
+            "machine: {cpus: 1, path: linux, linux: {threaded_bh: true}}
+vcpus: [{name: m, policy: fifo, priority: 10}]
+tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
+            "machine.linux.threaded_bh = true",
+            "not PREEMPT_RT",
+        );
+    }
+    refused(
+        &format!("{BASE}runtime: {{generator_cpu: 4096}}"),
+        "runtime.generator_cpu = 4096",
+        "not a CPU this run may use",
+    );
+    // (the model's loader refuses this one, for the simulator too)
+    refused(
+        &format!("{BASE}tasks: [{{name: t, vcpu: m, program: [{{bind: {{device: n, class: c}}}}]}}]
+devices: [{{name: n, kind: nic, class: c, packet: 64B, top_half: 1us, bottom_half: 1us, arrival: {{kind: periodic, interval: 1ms}}}}]"),
+        "tasks[0].program[0].device: n",
+        "rebinds USB devices only",
+    );
     // The model's own validation, through the one loader.
     refused(
         "machine: {cpus: 1, path: quest}
@@ -186,6 +247,8 @@ tasks:
   - name: ticker
     vcpu: bulk
     program: [{loop: {count: 20, do: [{read: tick}]}}]
+  - {name: early, vcpu: bulk, offset: 100ms, program: [{compute: 100us}]}
+  - {name: late, vcpu: bulk, offset: 10s, program: [{compute: 100us}]}
 devices:
   - {name: udp, kind: nic, class: net, packet: 100B, top_half: 0us, bottom_half: 5us, omega_main: 5us,
      arrival: {kind: poisson, rate: 2000}}
@@ -231,6 +294,23 @@ fn every_device_kind_and_step_maps_to_real_threads() {
         ]
     );
     assert!(rep.servers.iter().all(|s| s.cpu == r.cpus[0]));
+    // Each budgeted server has the model's budget and period; the PIBS I/O
+    // VCPU has none of its own (it takes its reader's Main VCPU's period
+    // while it serves it, QUEST-VCPU Alg. 10).
+    let bp: Vec<_> = rep
+        .servers
+        .iter()
+        .map(|s| (s.name.as_str(), s.budget_ns, s.period_ns))
+        .collect();
+    assert_eq!(
+        bp,
+        vec![
+            ("ctl", Some(3_000_000), Some(10_000_000)),
+            ("bulk", Some(2_000_000), Some(20_000_000)),
+            ("io.net", None, None),
+            ("io.tick", Some(200_000), Some(2_000_000))
+        ]
+    );
     // Each device's fd is bound to its class's I/O VCPU, one fd each.
     for (dev, class) in [("udp", "io.net"), ("tick", "io.tick")] {
         let e = rep.event(class).expect("an event path per class");
@@ -260,6 +340,19 @@ fn every_device_kind_and_step_maps_to_real_threads() {
     assert_eq!((t.released, t.completed), (1, 1), "{t:?}");
     let tick = r.devices.iter().find(|d| d.name == "tick").expect("tick");
     assert!(tick.latency.count >= 20, "{tick:?}");
+    // A task released once at its offset: inside the run it runs its job
+    // once; past the run's end it is never released and computes nothing.
+    let (early, late) = (&r.tasks[3], &r.tasks[4]);
+    assert_eq!(
+        (early.name.as_str(), early.released, early.completed),
+        ("early", 1, 1)
+    );
+    assert!(early.cpu_time_ns >= 100_000, "{early:?}");
+    assert_eq!(
+        (late.name.as_str(), late.released, late.completed),
+        ("late", 0, 0)
+    );
+    assert!(late.cpu_time_ns < 100_000, "{late:?}");
     // Budgets hold on real threads: no server above its budget fraction
     // (+1 % for the supervisor's enforcement overrun).
     for (name, frac) in [
