@@ -176,6 +176,15 @@ tasks:
         "a cbs VCPU runs one task",
     );
     refused(
+        "machine: {cpus: 1, path: linux}
+vcpus: [{name: rt, policy: fifo, priority: 40}]
+tasks:
+  - {name: a, vcpu: rt, priority: 2, period: 10ms, program: [{compute: 100us}]}
+  - {name: b, vcpu: rt, period: 10ms, program: [{compute: 100us}]}",
+        "tasks[0].priority = 2",
+        "not by task priority (b has 1)",
+    );
+    refused(
         "machine: {cpus: 1, path: linux, linux: {max_softirq_time: 5ms}}
 vcpus: [{name: m, policy: fifo, priority: 10}]
 tasks: [{name: t, vcpu: m, period: 10ms, program: [{compute: 100us}]}]",
@@ -371,7 +380,7 @@ fn linux_path_runs_plain_fifo_threads_and_reads_the_socket() {
     let text = "machine: {cpus: 1, path: linux}
 vcpus: [{name: rt, policy: fifo, priority: 40}]
 tasks:
-  - {name: control, vcpu: rt, priority: 2, period: 5ms, program: [{compute: 100us}]}
+  - {name: control, vcpu: rt, period: 5ms, program: [{compute: 100us}]}
   - {name: rx, vcpu: rt, program: [{loop: {count: 20, do: [{read: n}]}}]}
 devices:
   - {name: n, kind: nic, class: c, packet: 64B, top_half: 1us, bottom_half: 2us,

@@ -596,6 +596,28 @@ pub fn lower(
             xhci: &xhci,
         };
         let program = lw.ops(&t.program, &f("program"))?;
+        // The model orders a VCPU's tasks by priority; on the linux path a
+        // fifo VCPU's tasks are threads at its one SCHED_FIFO priority,
+        // which the kernel orders by wake-up instead.
+        if let (VcpuPolicy::Fifo { .. }, PathKind::Linux) = (&vcpus[vcpu].policy, path) {
+            if let Some(u) = m
+                .tasks
+                .iter()
+                .find(|u| u.vcpu == t.vcpu && u.priority != t.priority)
+            {
+                return Err(refuse(
+                    f("priority"),
+                    t.priority,
+                    &format!(
+                        "on the linux path the tasks of a fifo VCPU are threads at its one \
+                         SCHED_FIFO priority, which the kernel runs in wake-up order, not by \
+                         task priority ({} has {}): give them one priority, or each task its \
+                         own fifo VCPU",
+                        u.name, u.priority
+                    ),
+                ));
+            }
+        }
         if let VcpuPolicy::Deadline { .. } = vcpus[vcpu].policy {
             if m.tasks.iter().filter(|u| u.vcpu == t.vcpu).count() > 1 {
                 return Err(refuse(
