@@ -168,10 +168,14 @@ static inline volatile u64 *desc(int d, u64 i) {
  * (entry; the end on the last of them), publish how far it saw
  * (DV_SEEN), EOI, and leave the work to the DSR. */
 static inline __attribute__((always_inline)) u64 isr(int d) {
+    /* DV_PROD before the stamp: a descriptor published while this ISR was
+     * held (its VCPU parked between the two) must not get a stamp older
+     * than its arrival. */
+    u64 prod = DEV(d, DV_PROD);
+    __asm__ volatile("" ::: "memory");
     u64 t = rdtsc();
     u64 c = this_cpu();
     SH[S_CPU_ISR + c] += 1;
-    u64 prod = DEV(d, DV_PROD);
     for (u64 i = isr_seen[d]; i < prod; i++) desc(d, i)[D_ISR] = t;
     DEV(d, DV_ISR) += 1;
     dsr_pending[c][d] = 1;
