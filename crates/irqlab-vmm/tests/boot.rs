@@ -1,6 +1,7 @@
 //! The guest boots into long mode, prints on the console, takes N injected
 //! interrupts from N host events and completes all N; failures (exception,
-//! triple fault, hang, console flood) stop the VM with the guest RIP.
+//! triple fault, hang, console flood) stop the VM with the guest RIP and
+//! every host thread joined.
 mod common;
 
 use std::net::UdpSocket;
@@ -148,7 +149,14 @@ fn failing(flags: u64, limit: usize) -> (irqlab_vmm::VmmReport, VmmError) {
         vmm.wait_for(Duration::from_secs(5), |v| v.stopped()),
         "VM did not stop"
     );
-    common::stop_err(vmm)
+    // The failure stopped the guest, not the host threads: the stop joins
+    // every one of them.
+    let alive = common::vmm_threads();
+    assert!(alive.len() >= 2, "the VMM's threads: {alive:?}");
+    let failed = common::stop_err(vmm);
+    let left = common::vmm_threads();
+    assert!(left.is_empty(), "threads left after the stop: {left:?}");
+    failed
 }
 
 #[test]
@@ -220,6 +228,8 @@ fn console_flood_is_stopped() {
 
 #[test]
 fn bad_elf_is_a_clear_error() {
+    // One VMM at a time: `failing` counts the VMM threads of this process.
+    let _serial = common::serial();
     let cfg = VmmConfig {
         image: Some(b"\x7fELF\x01".to_vec()),
         ..Default::default()
@@ -301,6 +311,7 @@ fn events_before_the_guest_is_ready_are_not_lost() {
 
 #[test]
 fn bad_configurations_are_rejected_with_the_field() {
+    let _serial = common::serial();
     let e = |cfg: VmmConfig| match irqlab_vmm::Vmm::start(cfg) {
         Err(e) => e.to_string(),
         Ok(_) => panic!("accepted"),

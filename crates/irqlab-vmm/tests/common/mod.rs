@@ -34,6 +34,20 @@ pub fn serial() -> MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The names of this process's live threads that the VMM or its runtime
+/// started (every one is named `irqlab-*`: supervisor, top half, VCPU and
+/// pseudo-VCPU threads, the vINT releaser, the watchdog).
+pub fn vmm_threads() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .filter(|n| n.starts_with("irqlab-"))
+        .collect()
+}
+
 /// A host stall of 2 ms or more during the run (see
 /// `VmmReport::host_stall_ns`): timing-dependent checks cannot judge it.
 pub fn host_stall(r: &irqlab_vmm::VmmReport) -> Option<u64> {
