@@ -630,7 +630,9 @@ def run_sweep(grid: Grid, out: Path | str, *, backend: LocalBackend | DaskBacken
         with log.open("a") as f:
             for rows in backend.run(grid, _chunks(todo, size)):
                 for r in rows:
-                    f.write(json.dumps(r, sort_keys=True) + "\n")
+                    # keys in row order: a resumed sweep's table has the
+                    # columns of an uninterrupted one
+                    f.write(json.dumps(r) + "\n")
                     done[r["point"]] = r
                 f.flush()
                 computed += len(rows)

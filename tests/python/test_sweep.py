@@ -144,6 +144,13 @@ def test_interrupt_keeps_finished_points(tmp_path: Path) -> None:
     assert rest.reused == first.computed and rest.computed == 15 - first.computed
     assert [r["index"] for r in rest.rows] == list(range(15))
     assert all("analysis.io_bounds[high/ttyACM0].latency_bound_ns" in r for r in rest.rows)
+    # the resumed table is the uninterrupted one, columns in the same order
+    whole = run_sweep(grid, tmp_path / "whole", backend=LocalBackend(1))
+    pq = pytest.importorskip("pyarrow.parquet")
+    assert pq.read_table(tmp_path / "results.parquet").equals(
+        pq.read_table(tmp_path / "whole" / "results.parquet"))
+    assert whole.computed == 15 and (tmp_path / "results.csv").read_text() == \
+        (tmp_path / "whole" / "results.csv").read_text()
 
 
 def test_cli_ctrl_c_exit_130(tmp_path: Path, sigint: None) -> None:
