@@ -287,14 +287,15 @@ class SimulationInterrupted(KeyboardInterrupt):
 
 
 class ProgressLine:
-    """``progress(now_ns, duration_ns)`` printing one line on stderr:
-    simulated time / duration, speed (simulated per wall second), ETA."""
+    """``progress(now_ns, duration_ns, events)`` printing one line on
+    stderr: simulated time / duration (s), speed (simulated s per wall s),
+    events processed per wall second, ETA (HH:MM:SS)."""
 
     def __init__(self) -> None:
         self.t0 = self.last = time.monotonic()
         self.shown = False
 
-    def __call__(self, now_ns: int, duration_ns: int) -> None:
+    def __call__(self, now_ns: int, duration_ns: int, events: int = 0) -> None:
         t = time.monotonic()
         if t - self.last < 0.2 and now_ns < duration_ns:
             return
@@ -304,11 +305,13 @@ class ProgressLine:
         left = (duration_ns - now_ns) / 1e9 / speed if speed > 0 else float("inf")
         eta = time.strftime("%H:%M:%S", time.gmtime(left)) if left < 1e7 else "?"
         print(f"\r  simulated {now_ns / 1e9:.3f} s of {duration_ns / 1e9:g} s "
-              f"({100 * now_ns / duration_ns:.0f} %), {speed:.3g} s/s, ETA {eta}   ",
+              f"({100 * now_ns / duration_ns:.0f} %), {speed:.3g} s/s, "
+              f"{events / wall:,.0f} events/s, ETA {eta}   ",
               end="", file=sys.stderr, flush=True)
         self.shown = True
 
     def close(self) -> None:
+        """End the progress line (a newline) if one was drawn."""
         if self.shown:
             print(file=sys.stderr)
 
@@ -323,8 +326,8 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
     ``sim_config``; not modified). ``seed`` and ``duration_ns`` (integer ns)
     override the configured ones; ``trace=True`` records a Perfetto trace
     (or a dict ``{"enabled": True, "until": ns, "max_events": n}``);
-    ``progress=True`` prints simulated time, speed and ETA on stderr (or
-    give a callable ``f(now_ns, duration_ns)``). ``trace_file`` streams the
+    ``progress=True`` prints simulated time, speed, events per second and
+    ETA on stderr (or give a callable ``f(now_ns, duration_ns)``). ``trace_file`` streams the
     trace to that file instead of returning it as a dict (tracing on;
     ``trace_format`` "json" or "perfetto", Perfetto's protobuf format, for
     large traces). ``records=True`` (or ``{"jobs": True, "requests":
@@ -354,7 +357,14 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
         cfg["records"] = ({"jobs": records, "requests": records}
                           if isinstance(records, bool) else dict(records))
     line = ProgressLine() if progress is True else None
-    cb = line or (progress if callable(progress) else None)
+    cb: Callable[[int, int, int], None] | None = line
+    if line is None and callable(progress):
+        user = progress
+
+        def two_args(now_ns: int, duration_ns: int, _events: int) -> None:
+            user(now_ns, duration_ns)
+
+        cb = two_args
     try:
         path = None if trace_file is None else str(trace_file)
         outcome, tr, interrupted, cols = _sim.run(cfg, cb, path, trace_format)

@@ -30,6 +30,27 @@ def test_progress_callback_sees_time_advance() -> None:
     assert r.metrics == load(PATH).simulate(duration_ns=300_000_000).metrics
 
 
+def test_progress_line_shows_events_per_second(monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """``progress=True``: the line gets the simulator's event count (the
+    last call sees every event of the run) and prints events/s."""
+    import irqlab.sim
+
+    calls: list[tuple[int, int, int]] = []
+
+    class Recording(irqlab.sim.ProgressLine):
+        def __call__(self, now_ns: int, duration_ns: int, events: int = 0) -> None:
+            calls.append((now_ns, duration_ns, events))
+            super().__call__(now_ns, duration_ns, events)
+
+    monkeypatch.setattr(irqlab.sim, "ProgressLine", Recording)
+    r = load(PATH).simulate(duration_ns=200_000_000, progress=True)
+    assert calls[-1] == (200_000_000, 200_000_000, r.metrics["events"])
+    assert [e for _, _, e in calls] == sorted(e for _, _, e in calls)
+    err = capsys.readouterr().err
+    assert "events/s" in err and "ETA" in err and "simulated 0.200 s of 0.2 s (100 %)" in err
+
+
 def test_ctrl_c_gives_partial_metrics(sigint: None) -> None:
     def interrupt(now: int, duration: int) -> None:
         if now >= 50_000_000:
@@ -61,7 +82,8 @@ def test_cli_ctrl_c_exit_130(tmp_path: Path, sigint: None) -> None:
     stdout, rest = p.communicate(timeout=120)
     err += rest
     assert p.returncode == 130, err.decode()
-    assert b"ETA" in err and b"interrupted: metrics.json covers the first" in err
+    assert b"ETA" in err and b"events/s" in err
+    assert b"interrupted: metrics.json covers the first" in err
     m = json.loads((out / "metrics.json").read_text())
     assert m["partial"] is True and 0 < m["duration_ns"] < 100_000 * 10**9
     assert b"(partial: stopped early)" in stdout

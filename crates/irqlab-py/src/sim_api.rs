@@ -123,7 +123,8 @@ impl Outcome {
 /// Simulate `config` (a dict in the shape of `SimConfig`, or its JSON
 /// text) in slices of simulated time, releasing the GIL
 /// during each slice and checking for signals (Ctrl-C) between slices;
-/// `progress(now_ns, duration_ns)` is called between slices. Returns
+/// `progress(now_ns, duration_ns, events)` is called between slices
+/// (`events`: events processed so far). Returns
 /// `(outcome, trace_json, interrupted, records)`: `outcome` holds the
 /// metrics and the resolved configuration (every default filled in) and
 /// makes them Python objects when they are taken; `trace_json` is the trace as JSON text, or ""
@@ -164,7 +165,9 @@ fn run<'py>(
             slice = (slice / 2).max(1_000);
         }
         let step = py.check_signals().and_then(|()| match &progress {
-            Some(cb) => cb.call1((sim.now(), duration)).map(|_| ()),
+            Some(cb) => cb
+                .call1((sim.now(), duration, sim.events_processed()))
+                .map(|_| ()),
             None => Ok(()),
         });
         match step {

@@ -5,7 +5,7 @@ Writes ``DIR/metrics.json`` (fields: docs/metrics.md), with ``--trace``
 ``DIR/trace.pftrace`` (Perfetto's protobuf format; both streamed from the
 simulator, not built in memory), and PNG plots (``--no-plots`` skips them; their cost is bounded
 for large models); prints a short summary, drops next to handled events. Progress
-(simulated time, speed, ETA) on a terminal or with ``--progress``; Ctrl-C
+(simulated time, speed, events/s, ETA) on a terminal or with ``--progress``; Ctrl-C
 stops cleanly: the outputs cover the time reached (``partial``), exit 130.
 The same model and seed give byte-identical ``metrics.json``.
 """
@@ -37,7 +37,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "trace is cut and a warning says so")
     p.add_argument("--no-plots", action="store_true", help="write no PNG plots")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
-                   help="simulated time, speed and ETA on stderr (default: on a terminal)")
+                   help="simulated time, speed, events/s and ETA on stderr (default: on a "
+                        "terminal)")
     p.add_argument("--report", action="store_true",
                    help="also write DIR/report.html (irqlab report; implies --trace)")
     p.set_defaults(func=run)
