@@ -91,6 +91,7 @@ class Tolerance:
                               "5% for the budget phase")
 
     def describe(self) -> str:
+        """The tolerances as one sentence (percentages, microseconds)."""
         return (f"tolerance: response/latency p50 within {self.rel:.0%} of the simulation + "
                 f"{self.abs_ns / 1000:.0f} us ({self.derivation}); misses within "
                 f"{self.miss_ratio:.0%} of released jobs; CPU share within "
@@ -127,9 +128,12 @@ class Comparison:
 
     @property
     def flags(self) -> list[str]:
+        """Every flag as ``"<kind> <name> <metric>: <why>"``."""
         return [f"{r.kind} {r.name} {r.metric}: {f}" for r in self.rows for f in r.flags]
 
     def to_json(self) -> dict[str, Any]:
+        """The comparison as the ``compare.json`` dict (times in integer
+        ns, as in metrics.json)."""
         return {
             "model": self.model, "path": self.path, "duration_ns": self.duration_ns,
             "seed": self.seed, "tolerance": asdict(self.tolerance),

@@ -78,6 +78,10 @@ class Scheduler(_core.Scheduler):
             raise ValueError(f"name: {name!r} is used by another server")
 
     def wakeup(self, now: int, thread: int, inherit_period: int | None = None) -> bool:
+        """QUEST-VCPU Alg. 2: ``thread`` becomes runnable at ``now`` (ns);
+        a thread of a PIBS server takes ``inherit_period`` (ns, the period
+        of the Main VCPU it serves). True when ``schedule`` must be called
+        now (preemption)."""
         if inherit_period is None and isinstance(thread, int) and thread >= 0:
             server = self._thread_server.get(thread)
             if server is not None:
@@ -90,6 +94,8 @@ class Scheduler(_core.Scheduler):
         return _WAKEUP(self, now, thread, inherit_period)
 
     def add_thread(self, name: str, server: int, priority: int = 1) -> int:
+        """A thread of ``server`` (starts blocked; higher ``priority`` is
+        more urgent); returns its id."""
         t = _ADD_THREAD(self, name, server, priority)
         self._thread_server[t] = server
         return t
@@ -126,7 +132,8 @@ for _name in ("block", "schedule", "io_service_done", "server_state", "server_na
 
 
 class LatencyRecorder(_core.LatencyRecorder):
-    """Latency recorder (LATENCY-IP §4 software twin) with checked arguments."""
+    """Latency recorder (LATENCY-IP §4 software twin) with checked
+    arguments; every time and ``alarm_lat`` in integer ns."""
 
     def __new__(cls, capacity: int = 512, alarm_lat: int | None = None) -> LatencyRecorder:
         _check_uint("capacity", capacity)

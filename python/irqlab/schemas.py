@@ -35,6 +35,8 @@ def text(schema: dict[str, Any]) -> str:
 
 
 def write(directory: Path) -> list[Path]:
+    """Write ``model.schema.json`` and ``metrics.schema.json`` into
+    ``directory``; returns their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     out = []
     for name, schema in (("model", model_schema()), ("metrics", metrics_schema())):

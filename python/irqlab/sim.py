@@ -88,12 +88,19 @@ class Table:
         return f"<{len(self.rows)} {self.kind}>"
 
     def names(self) -> list[str]:
+        """The rows' ``name`` fields, in order."""
         return [r["name"] for r in self.rows if "name" in r]
 
     def to_records(self) -> list[dict[str, Any]]:
+        """One flat dict per row (:func:`flatten`): nested distributions
+        become ``response_max_ns``-style columns, units as in
+        docs/metrics.md (integer ns, bytes per second, fractions)."""
         return [flatten(r) for r in self.rows]
 
     def to_pandas(self) -> pandas.DataFrame:
+        """:meth:`to_records` as a DataFrame indexed by ``name`` (columns
+        keep their unit suffix: ``_ns``, ``_bytes_per_s``, ``_fraction``);
+        ImportError naming the fix when pandas is not installed."""
         df = _pandas().DataFrame.from_records(self.to_records())
         return df.set_index("name") if "name" in df.columns else df
 
@@ -163,31 +170,47 @@ class SimResult:
 
     @property
     def tasks(self) -> Table:
+        """The ``metrics.json`` rows per task: released, completed,
+        deadline misses, the response distribution in ns."""
         return Table("tasks", self.metrics["tasks"])
 
     @property
     def servers(self) -> Table:
+        """The ``metrics.json`` rows per server (VCPU, I/O VCPU, thread):
+        busy time in ns, share as a fraction."""
         return Table("servers", self.metrics["servers"])
 
     @property
     def devices(self) -> Table:
+        """The ``metrics.json`` rows per device: handled and dropped
+        counts, bytes per second, latency in ns."""
         return Table("devices", self.metrics["devices"])
 
     @property
     def virqs(self) -> Table:
+        """The ``metrics.json`` rows per virtual interrupt (hypervisor
+        path): counts, handling time in ns."""
         return Table("virtual interrupts", self.metrics["virqs"])
 
     @property
     def cpus(self) -> Table:
+        """The rows per CPU (``cpu`` index added): ISR, softirq and idle
+        time in ns, overhead in percent, event counts."""
         return Table("cpus", [{"cpu": i, **c} for i, c in enumerate(self.metrics["cpus"])])
 
     def task(self, name: str) -> dict[str, Any]:
+        """The ``metrics.json`` row of task ``name`` (times in ns);
+        KeyError listing the names when there is none."""
         return self.tasks[name]
 
     def server(self, name: str) -> dict[str, Any]:
+        """The ``metrics.json`` row of server ``name`` (times in ns);
+        KeyError listing the names when there is none."""
         return self.servers[name]
 
     def device(self, name: str) -> dict[str, Any]:
+        """The ``metrics.json`` row of device ``name`` (times in ns);
+        KeyError listing the names when there is none."""
         return self.devices[name]
 
     def jobs(self) -> Table:

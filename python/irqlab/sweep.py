@@ -195,8 +195,9 @@ def values(spec: Any, where: str) -> list[Any]:
 @dataclass
 class Grid:
     """A parsed grid file: the base model (dict), the varied paths and their
-    values, the seeds, the mode, an optional duration override and the
-    metrics/analysis paths to record (empty: every scalar)."""
+    values, the seeds, the mode, an optional duration override (text with
+    its unit: ns, us, ms or s, e.g. ``"1s"``) and the metrics/analysis paths to record
+    (empty: every scalar)."""
 
     model: dict[str, Any]
     vary: dict[str, list[Any]]
@@ -208,6 +209,8 @@ class Grid:
 
     @property
     def size(self) -> int:
+        """Number of points: the product of the value counts times the
+        seeds."""
         return math.prod(len(v) for v in self.vary.values()) * len(self.seeds)
 
     def points(self) -> Iterator[dict[str, Any]]:
@@ -217,10 +220,16 @@ class Grid:
             yield dict(zip([*names, "seed"], combo, strict=True))
 
     def base_hash(self) -> str:
+        """SHA-256 (hex) of the base model, mode, duration and record list:
+        the part of every point key shared by all points."""
         return _hash({"model": self.model, "mode": self.mode, "duration": self.duration,
                       "record": self.record})
 
     def point_model(self, point: Mapping[str, Any]) -> dict[str, Any]:
+        """The model dict of one point: a copy of the base model with the
+        point's values set at their paths (values keep the units they are
+        written with, e.g. ``"10%"``, ``"500us"``), its seed and the grid's
+        duration."""
         m = json.loads(json.dumps(self.model))
         for path, v in point.items():
             if path != "seed":
@@ -347,6 +356,7 @@ def grid_from_dict(raw: Any, base: Path = Path(".")) -> Grid:
 
 
 def mode_of(raw: Mapping[str, Any]) -> str:
+    """The grid's ``mode`` (default ``simulate``)."""
     return str(raw.get("mode", "simulate"))
 
 
@@ -460,6 +470,8 @@ class LocalBackend:
         self.workers = max(1, workers or os.cpu_count() or 1)
 
     def run(self, grid: Grid, chunks: Iterator[Chunk]) -> Iterator[list[dict[str, Any]]]:
+        """Run the chunks on the process pool (at most two per worker in
+        flight); yields each chunk's rows as it finishes."""
         with ProcessPoolExecutor(self.workers, initializer=_ignore_sigint) as pool:
             pending: set[Future[list[dict[str, Any]]]] = set()
             try:
@@ -483,6 +495,9 @@ class DaskBackend:
         self.local_workers = local_workers
 
     def run(self, grid: Grid, chunks: Iterator[Chunk]) -> Iterator[list[dict[str, Any]]]:
+        """Run the chunks on the Dask cluster (the grid scattered once, four
+        chunks per worker in flight); yields each chunk's rows as it
+        finishes. ImportError naming the fix without dask[distributed]."""
         try:
             from distributed import Client, LocalCluster, as_completed
         except ImportError:
@@ -523,6 +538,9 @@ class Progress:
         self.done = 0
 
     def update(self, n: int, force: bool = False) -> None:
+        """Count ``n`` more points done; redraw (at most every 0.2 s of
+        wall time unless ``force``) with the rate in points per second and
+        the ETA as HH:MM:SS."""
         self.done += n
         now = time.monotonic()
         if not self.enabled or (now - self.last < 0.2 and not force):
@@ -536,6 +554,7 @@ class Progress:
               end="", file=sys.stderr, flush=True)
 
     def close(self) -> None:
+        """Draw the final state and end the line."""
         if self.enabled:
             self.update(0, force=True)
             print(file=sys.stderr)
@@ -554,6 +573,9 @@ class SweepResult:
     files: list[Path]
 
     def to_pandas(self) -> Any:
+        """The rows as a DataFrame (the columns of ``results.parquet``;
+        recorded values in the units of their names, e.g. ``_ns``);
+        ImportError naming the fix when pandas is not installed."""
         from irqlab.sim import _pandas
 
         return _pandas().DataFrame.from_records(self.rows)

@@ -17,6 +17,8 @@ MS = 1_000_000
 
 @dataclass(frozen=True)
 class PeriodicTask:
+    """A periodic task: ``wcet``, ``period`` and ``offset`` in integer ns."""
+
     name: str
     wcet: int  # ns
     period: int  # ns
@@ -24,11 +26,13 @@ class PeriodicTask:
 
     @property
     def utilization(self) -> float:
+        """``wcet / period`` as a fraction (0-1)."""
         return self.wcet / self.period
 
 
 def rm_config(tasks: list[PeriodicTask], duration: int) -> dict[str, Any]:
-    """Rate-monotonic uniprocessor configuration (ties by task order)."""
+    """Rate-monotonic uniprocessor configuration (ties by task order) of
+    ``duration`` ns, in the shape of ``irqlab.sim.simulate``'s config."""
     return {
         "duration": duration,
         "servers": [

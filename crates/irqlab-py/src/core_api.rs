@@ -54,6 +54,7 @@ fn threads(quantum: Option<u64>) -> ThreadPolicy {
 pub struct Dispatch {
     /// Server id, or None when idle.
     server: Option<usize>,
+    /// Thread id to run, or None when idle.
     thread: Option<usize>,
     /// The server runs depleted below every server with budget.
     background: bool,
@@ -90,7 +91,8 @@ impl PyScheduler {
         }
     }
 
-    /// Main VCPU: sporadic server (QUEST-VCPU Alg. 3-6, 11-13).
+    /// Main VCPU: sporadic server (QUEST-VCPU Alg. 3-6, 11-13), `budget`
+    /// every `period` (ns), full at `now` (ns); returns its id.
     #[pyo3(signature = (name, budget, period, *, max_repl=32, background=false, rank=None, now=0, quantum=None))]
     #[allow(clippy::too_many_arguments)]
     fn add_sporadic(
@@ -138,6 +140,8 @@ impl PyScheduler {
         self.add(name, Server::Pibs(p), quantum)
     }
 
+    /// Deferrable server: `budget` every `period` (ns), full at `now` (ns);
+    /// `rank` orders it among servers (default: rate-monotonic by period).
     #[pyo3(signature = (name, budget, period, *, rank=None, now=0, quantum=None))]
     fn add_deferrable(
         &mut self,
@@ -153,6 +157,8 @@ impl PyScheduler {
         self.add(name, Server::Deferrable(s), quantum)
     }
 
+    /// Polling server: `budget` every `period` (ns), first period at `now`
+    /// (ns); `rank` orders it among servers (default: rate-monotonic by period).
     #[pyo3(signature = (name, budget, period, *, rank=None, now=0, quantum=None))]
     fn add_polling(
         &mut self,
@@ -168,7 +174,8 @@ impl PyScheduler {
         self.add(name, Server::Polling(s), quantum)
     }
 
-    /// SCHED_DEADLINE-like constant bandwidth server (EDF class).
+    /// SCHED_DEADLINE-like constant bandwidth server (EDF class): `runtime`
+    /// every `period` (ns), starting at `now` (ns); returns its id.
     #[pyo3(signature = (name, runtime, period, *, now=0, quantum=None))]
     fn add_cbs(
         &mut self,
@@ -205,12 +212,12 @@ impl PyScheduler {
             .map_err(err)
     }
 
-    /// The thread blocks. Returns True when it was running.
+    /// The thread blocks at `now` (ns). Returns True when it was running.
     fn block(&mut self, now: u64, thread: usize) -> PyResult<bool> {
         self.inner.block(Nanos(now), ThreadId(thread)).map_err(err)
     }
 
-    /// Alg. 1.
+    /// Alg. 1: the decision at `now` (ns), a `Dispatch`.
     fn schedule(&mut self, now: u64) -> PyResult<Dispatch> {
         let d = self.inner.schedule(Nanos(now)).map_err(err)?;
         Ok(Dispatch {
@@ -221,7 +228,8 @@ impl PyScheduler {
         })
     }
 
-    /// Strict PIBS inheritance: one request for a Main VCPU of this period is done.
+    /// Strict PIBS inheritance: at `now` (ns), one request for a Main VCPU
+    /// of period `main_period` (ns) is done.
     fn io_service_done(&mut self, now: u64, server: usize, main_period: u64) -> PyResult<()> {
         self.inner
             .io_service_done(Nanos(now), ServerId(server), Nanos(main_period))
@@ -287,6 +295,7 @@ impl PyScheduler {
         Ok(d)
     }
 
+    /// The name `server` (an id from an `add_*` call) was given.
     fn server_name(&self, server: usize) -> PyResult<String> {
         self.inner
             .server_name(ServerId(server))
@@ -294,6 +303,7 @@ impl PyScheduler {
             .map_err(err)
     }
 
+    /// The name `thread` (an id from `add_thread`) was given.
     fn thread_name(&self, thread: usize) -> PyResult<String> {
         self.inner
             .thread_name(ThreadId(thread))
@@ -301,6 +311,7 @@ impl PyScheduler {
             .map_err(err)
     }
 
+    /// Number of servers added.
     #[getter]
     fn num_servers(&self) -> usize {
         self.inner.num_servers()
@@ -350,58 +361,76 @@ impl PyLatencyRecorder {
             inner: LatencyRecorder::new(capacity, alarm_lat.map(Nanos)),
         }
     }
+    /// Rising edge of `irq_in` at `t` (ns); a second one before the ack
+    /// counts in `irq_overruns`.
     fn irq(&mut self, t: u64) {
         self.inner.irq(Nanos(t));
     }
+    /// Rising edge of `ack_in` at `t` (ns): records and returns `t - irq`
+    /// in ns (LATENCY-IP Eq. 2), or None (a spurious ack) with no pending irq.
     fn ack(&mut self, t: u64) -> Option<u64> {
         self.inner.ack(Nanos(t)).map(|l| l.as_ns())
     }
+    /// Record a latency (ns) measured elsewhere.
     fn record(&mut self, latency: u64) {
         self.inner.record(Nanos(latency));
     }
+    /// Reset the alarm flag.
     fn clear_alarm(&mut self) {
         self.inner.clear_alarm();
     }
+    /// True once a latency above `alarm_lat` (ns) was recorded.
     #[getter]
     fn alarm(&self) -> bool {
         self.inner.alarm()
     }
+    /// The last latency recorded (ns), or None.
     #[getter]
     fn last(&self) -> Option<u64> {
         self.inner.last().map(|x| x.as_ns())
     }
+    /// The smallest latency recorded (ns), or None.
     #[getter]
     fn min(&self) -> Option<u64> {
         self.inner.min().map(|x| x.as_ns())
     }
+    /// The largest latency recorded (ns), or None.
     #[getter]
     fn max(&self) -> Option<u64> {
         self.inner.max().map(|x| x.as_ns())
     }
+    /// Number of latencies recorded.
     #[getter]
     fn num(&self) -> u64 {
         self.inner.num()
     }
+    /// The first `capacity` latencies (ns), in order.
     #[getter]
     fn samples(&self) -> Vec<u64> {
         self.inner.samples().iter().map(|x| x.as_ns()).collect()
     }
+    /// Mean latency (ns), or None.
     #[getter]
     fn mean(&self) -> Option<f64> {
         self.inner.mean()
     }
+    /// Standard deviation of the latencies (ns), or None.
     #[getter]
     fn std_dev(&self) -> Option<f64> {
         self.inner.std_dev()
     }
+    /// Irq edges that arrived while one was still pending.
     #[getter]
     fn irq_overruns(&self) -> u64 {
         self.inner.irq_overruns
     }
+    /// Ack edges with no pending irq.
     #[getter]
     fn spurious_acks(&self) -> u64 {
         self.inner.spurious_acks
     }
+    /// Latencies recorded past `capacity` (counted in the statistics,
+    /// not kept as samples).
     #[getter]
     fn samples_dropped(&self) -> u64 {
         self.inner.samples_dropped
