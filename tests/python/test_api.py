@@ -101,3 +101,16 @@ def test_bounds_in_ns() -> None:
     for e in b["io_bounds"]:
         assert isinstance(e["latency_bound_ns"], int) and e["latency_bound_ns"] > 0
         assert e["throughput_bound_bytes_per_s"] > 0
+
+
+def test_to_pandas_without_pandas_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    """pandas is optional: without it the dicts and ``to_records()`` work
+    and ``to_pandas()`` raises an ImportError saying what to install."""
+    import sys
+
+    r = load(PATH).simulate(duration_ns=20_000_000)
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas -> ImportError
+    assert r.tasks.to_records()[0]["name"] == "high"
+    for call in (r.tasks.to_pandas, lambda: r.to_pandas("request_records")):
+        with pytest.raises(ImportError, match=r"needs pandas: pip install pandas"):
+            call()
