@@ -15,10 +15,19 @@
 //!   schedule does not depend on how the heap breaks ties.
 //! * Positions live in a vector indexed by id (no allocation per operation
 //!   once grown).
+//! * The minimum may sit outside the heap, in `top` (issue 20): a key
+//!   inserted below every key present goes there without a sift, and
+//!   taking it out again costs nothing -- the scheduler's commonest step,
+//!   the most urgent server waking, running and blocking. A key that
+//!   arrives below `top` pushes the old `top` into the heap (one sift, as
+//!   before), so every operation stays O(log n) and `first` O(1).
 
 use alloc::vec::Vec;
 
 const ABSENT: u32 = u32::MAX;
+/// `pos` of the id held in `top` (heap positions stay below: ids, hence
+/// entries, number fewer than 2^32 - 1).
+const TOP: u32 = u32::MAX - 1;
 
 /// The id of a packed key (its low 32 bits).
 #[inline]
@@ -28,8 +37,12 @@ pub(crate) fn id_of(k: u128) -> usize {
 
 #[derive(Clone, Debug, Default)]
 pub(crate) struct IdHeap {
+    /// The smallest key, when it is kept outside `heap`: below every key
+    /// of `heap`.
+    top: Option<u128>,
     heap: Vec<u128>,
-    /// Position in `heap` of each id, `ABSENT` when not there.
+    /// Position in `heap` of each id, `TOP` when in `top`, `ABSENT` when
+    /// not there.
     pos: Vec<u32>,
 }
 
@@ -37,12 +50,15 @@ impl IdHeap {
     /// The smallest key.
     #[inline]
     pub(crate) fn first(&self) -> Option<u128> {
-        self.heap.first().copied()
+        match self.top {
+            Some(k) => Some(k),
+            None => self.heap.first().copied(),
+        }
     }
 
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() + usize::from(self.top.is_some())
     }
 
     /// Insert `k` (an entry of the same id is replaced).
@@ -54,6 +70,23 @@ impl IdHeap {
         if self.pos[id] != ABSENT {
             self.remove(id);
         }
+        // below every key present: into `top`, the old `top` into the heap
+        let below = match self.top {
+            Some(t) => k < t,
+            None => self.heap.first().is_none_or(|&f| k < f),
+        };
+        if below {
+            self.pos[id] = TOP;
+            if let Some(t) = self.top.replace(k) {
+                self.push(t);
+            }
+        } else {
+            self.push(k);
+        }
+    }
+
+    #[inline]
+    fn push(&mut self, k: u128) {
         self.heap.push(k);
         self.sift_up(self.heap.len() - 1, k);
     }
@@ -65,6 +98,11 @@ impl IdHeap {
             return;
         }
         self.pos[id] = ABSENT;
+        if p == TOP {
+            // the heap's minimum is the minimum again
+            self.top = None;
+            return;
+        }
         let Some(last) = self.heap.pop() else { return };
         let p = p as usize;
         if p < self.heap.len() {

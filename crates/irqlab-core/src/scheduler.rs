@@ -537,11 +537,23 @@ impl Scheduler {
                     .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
                     .fold(Nanos::ZERO, |a, x| a + x)
             };
-            match &mut slot.server {
-                Server::Deferrable(ds) => ds.charge(now, charged, stolen_since),
-                Server::Polling(ps) => ps.charge(now, charged, runnable, stolen_since),
-                s => s.end_timeslice(now, charged, runnable),
-            }
+            // (a server that stays runnable gets Alg. 1 line 3's
+            // update-budget in the same dispatch: `updated`, for `replace`)
+            let updated = match &mut slot.server {
+                Server::Deferrable(ds) => {
+                    ds.charge(now, charged, stolen_since);
+                    None
+                }
+                Server::Polling(ps) => {
+                    ps.charge(now, charged, runnable, stolen_since);
+                    None
+                }
+                s if runnable => Some(s.ended(now, charged)),
+                s => {
+                    s.end_timeslice(now, charged, false);
+                    None
+                }
+            };
             if let RunQueue::Rr {
                 quantum,
                 queue,
@@ -556,7 +568,13 @@ impl Scheduler {
                     }
                 }
             }
-            self.replace(cur.server, now);
+            match updated {
+                // (the round-robin step above does not touch the server)
+                Some((budget, (class, key, tie))) => {
+                    self.replace_updated(cur.server, now, pack(class, key, tie, cur.server), budget)
+                }
+                None => self.replace(cur.server, now),
+            }
         }
         self.stolen_at.clear(); // a new slice starts (the buffer is kept)
                                 // Replenishments due by now (Alg. 1 line 3, update-budget).

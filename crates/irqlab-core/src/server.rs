@@ -176,6 +176,26 @@ impl Server {
         })
     }
 
+    /// `end_timeslice(now, used, true)`, then `updated(now)`, in one
+    /// dispatch (Alg. 1 lines 2-3 for a server that stays runnable; the
+    /// scheduler's hot path). For the sporadic server the second capacity
+    /// computation is skipped: it would read the state `end_timeslice`
+    /// just left at the same `now` (see `SporadicServer::ended`).
+    #[inline]
+    pub(crate) fn ended(&mut self, now: Nanos, used: Nanos) -> (Nanos, (Class, u64, u8)) {
+        match self {
+            Server::Sporadic(s) => {
+                s.ended(now, used);
+                let (class, key) = s.key();
+                (s.budget(), (class, key, s.tie()))
+            }
+            _ => dispatch!(self, s => {
+                s.end_timeslice(now, used, true);
+                updated(s, now)
+            }),
+        }
+    }
+
     /// Short policy name for reports and traces.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -247,6 +247,19 @@ impl SporadicServer {
         // reports.
     }
 
+    /// `end_timeslice(now, used, true)` then `update_budget(now)` (Alg. 3,
+    /// then Alg. 4), with Alg. 4's capacity taken from Alg. 3: both read
+    /// the same queue, usage and `now`, so the budget is the one
+    /// `end_timeslice` set, and only Alg. 4's foreground flag is left to
+    /// apply (property-tested against the two calls).
+    #[inline]
+    pub(crate) fn ended(&mut self, now: Nanos, used: Nanos) {
+        self.end_timeslice(now, used, true);
+        if !self.budget.is_zero() {
+            self.foreground = true;
+        }
+    }
+
     /// Sum of queued replenishment amounts (== C, the invariant).
     pub fn queued_sum(&self) -> Nanos {
         self.queue.iter().fold(Nanos::ZERO, |a, r| a + r.amount)
@@ -349,6 +362,39 @@ mod tests {
             Nanos(0),
         );
         assert!(matches!(e, Err(CoreError::MaxReplTooSmall(1))));
+    }
+
+    proptest::proptest! {
+        /// `ended` leaves the server exactly as `end_timeslice(.., true)`
+        /// then `update_budget` do (queue, usage, budget, foreground), along
+        /// random runs of slices, blocks and wake-ups.
+        #[test]
+        fn ended_is_end_timeslice_then_update_budget(
+            steps in proptest::collection::vec((0u64..7, 0u64..5, 0u8..3), 1..60)) {
+            let mut s = ss(4, 10, 3);
+            let mut now = 0;
+            for (dt, used, what) in steps {
+                now += dt;
+                let used = Nanos(used);
+                match what {
+                    0 => {
+                        let mut want = s.clone();
+                        want.end_timeslice(Nanos(now), used, true);
+                        want.update_budget(Nanos(now));
+                        s.ended(Nanos(now), used);
+                        proptest::prop_assert_eq!(q(&s), q(&want));
+                        proptest::prop_assert_eq!(
+                            (s.usage, s.budget, s.foreground, s.ops),
+                            (want.usage, want.budget, want.foreground, want.ops));
+                    }
+                    1 => s.end_timeslice(Nanos(now), used, false),
+                    _ => {
+                        s.unblock(Nanos(now), UnblockCtx::default());
+                        s.update_budget(Nanos(now));
+                    }
+                }
+            }
+        }
     }
 
     /// Alg. 12: C=4, T=10. Run 1 unit from 0 and block at 1: the head
