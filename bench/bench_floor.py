@@ -15,8 +15,9 @@ rounds):
 
 Prints one JSON line per figure. ``IRQLAB_BENCH_ROUNDS`` (default 5) sets
 the rounds. ``IRQLAB_FLOOR_BASE`` (a git revision, optional) also times the
-simulator at that revision in the same rounds (before / after figures):
-``base_ratio_min_med_max`` is its distance from the floor.
+simulator and the core cycle at that revision in the same rounds (before /
+after figures): ``base_ratio_min_med_max`` is its distance from the floor.
+``IRQLAB_FLOOR_CORE_ONLY=1`` runs the core-cycle figures only.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from irqlab.tasksets import MS, random_rm_taskset, rm_config
 
 ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "5"))
 BASE = os.environ.get("IRQLAB_FLOOR_BASE")
+CORE_ONLY = os.environ.get("IRQLAB_FLOOR_CORE_ONLY") == "1"
 CORE_SIZES = [1, 24, 1_000, 10_000]
 
 
@@ -66,17 +68,25 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="irqlab-floor-"))
     runner = build(ROOT, work, "head", core=True)
     sets = systems(work)
-    files = [str(f) for *_, f in sets]
     runs = {"irqlab": [str(runner)], "floor": [str(runner), "--floor"]}
     if BASE:
         base_src = work / "base"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach",
                         str(base_src), BASE], check=True)
         try:
-            runs["base"] = [str(build(base_src, work, "floor-base"))]
+            runs["base"] = [str(build(base_src, work, "floor-base", core=True))]
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                             str(base_src)], check=True)
+    if not CORE_ONLY:
+        sim_vs_floor(runs, sets)
+    core_vs_heap(runs)
+    return 0
+
+
+def sim_vs_floor(runs: dict[str, list[str]], sets: list[tuple[str, int, int, Path]]) -> None:
+    """The simulator against the minimal simulator (and the base revision)."""
+    files = [str(f) for *_, f in sets]
     times: dict[str, dict[str, list[int]]] = {f: {r: [] for r in runs} for f in files}
     jobs: dict[str, dict[str, int]] = {f: {} for f in files}
     events: dict[str, int] = {}
@@ -106,18 +116,35 @@ def main() -> int:
             row["base_ratio_min_med_max"] = spread(
                 [a / b for a, b in zip(t["base"], t["floor"], strict=True)])
         print(json.dumps(row), flush=True)
+
+
+def core_vs_heap(runs: dict[str, list[str]]) -> None:
+    """The core cycle against the bare heap, per round in one process (each
+    process times both, alternating which goes first); with a base revision,
+    its process and this one's alternate round by round."""
+    revs = [r for r in runs if r != "floor"]
     for n in CORE_SIZES:
-        out = subprocess.run([str(runner), "--core", str(n), str(ROUNDS)], check=True,
-                             capture_output=True, text=True).stdout
-        rows = [line.split()[2:] for line in out.splitlines()]
-        core = [float(c) for c, _ in rows]
-        heap = [float(h) for _, h in rows]
-        print(json.dumps({
+        core: dict[str, list[float]] = {r: [] for r in revs}
+        heap: dict[str, list[float]] = {r: [] for r in revs}
+        for r in range(ROUNDS):
+            for rev in (revs if r % 2 == 0 else reversed(revs)):
+                out = subprocess.run([runs[rev][0], "--core", str(n), "1"], check=True,
+                                     capture_output=True, text=True).stdout
+                c, h = out.split()[2:4]
+                core[rev].append(float(c))
+                heap[rev].append(float(h))
+        row = {
             "figure": "core-cycle-vs-bare-heap", "servers": n, "rounds": ROUNDS,
-            "irqlab_ns_min_med_max": spread(core, 1), "heap_ns_min_med_max": spread(heap, 1),
-            "ratio_min_med_max": spread([c / h for c, h in zip(core, heap, strict=True)])}),
-            flush=True)
-    return 0
+            "irqlab_ns_min_med_max": spread(core["irqlab"], 1),
+            "heap_ns_min_med_max": spread(heap["irqlab"], 1),
+            "ratio_min_med_max": spread(
+                [c / h for c, h in zip(core["irqlab"], heap["irqlab"], strict=True)])}
+        if BASE:
+            row["base"] = BASE
+            row["base_ns_min_med_max"] = spread(core["base"], 1)
+            row["base_ratio_min_med_max"] = spread(
+                [c / h for c, h in zip(core["base"], heap["base"], strict=True)])
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
