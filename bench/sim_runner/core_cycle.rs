@@ -7,10 +7,13 @@
 //! round, in alternating order, as CPU time per cycle; the other `n - 1`
 //! servers stay runnable, so every decision is among `n`.
 //!
-//! Like for like: on both sides the woken key is the most urgent, so it
-//! goes up to the root (a push), the decision reads the minimum (a peek),
-//! the block takes the root out (a pop: irqlab removes it by server, which
-//! is the same sift) and the next decision reads the new minimum. What
+//! Like for like: on both sides the woken key is the most urgent, the
+//! decision reads the minimum (a peek), the block takes it out and the
+//! next decision reads the new minimum. The bare heap pushes the key up
+//! to the root and pops it (two sifts). irqlab's ready set keeps its
+//! minimum outside its heap (`id_heap.rs`, issue 20), so here its wake-up
+//! and block move no heap entry: a woken key that is not the most urgent,
+//! or one woken above a kept minimum, costs a sift as before. What
 //! irqlab does on top is its job and stays in the cycle: the checks of
 //! time and ids, the thread queue, the sporadic server's hooks (Alg. 13 on
 //! the wake-up, Alg. 3 and 12 on the block, Alg. 4 on each decision), the
