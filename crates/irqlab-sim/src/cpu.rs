@@ -20,7 +20,6 @@ use irqlab_core::{Nanos, Scheduler, Server, ServerPolicy};
 
 use crate::collect::add_windows;
 use crate::config::InterruptPath;
-use crate::engine::EvKind;
 use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
 use crate::metrics::CpuMetrics;
@@ -114,8 +113,7 @@ pub(crate) struct Cpu {
     /// softirq restarts).
     pub(crate) wake_resched: bool,
     pub(crate) last: u64,
-    pub(crate) epoch: u64,
-    /// Time of the pending check of the current epoch.
+    /// Time of the pending check (its timer in `Simulation::timers`).
     pub(crate) armed: Option<u64>,
     pub(crate) isrs: IsrQueue,
     pub(crate) softirq: Softirq,
@@ -153,7 +151,6 @@ impl Cpu {
             need_resched: true,
             wake_resched: false,
             last: 0,
-            epoch: 0,
             armed: None,
             isrs: IsrQueue::default(),
             softirq: Softirq::default(),
@@ -360,9 +357,9 @@ impl Simulation {
         }
         if t != u64::MAX {
             self.arm(c, t);
-        } else {
-            self.cpus[c].epoch += 1;
-            self.cpus[c].armed = None;
+        } else if let Some(old) = self.cpus[c].armed.take() {
+            self.timers.set(c, None);
+            self.superseded(old);
         }
         Ok(())
     }
@@ -388,15 +385,31 @@ impl Simulation {
         }
     }
 
+    /// Check CPU `c` at `t` (replacing its pending check, if any).
     pub(crate) fn arm(&mut self, c: usize, t: u64) {
-        if self.cpus[c].armed == Some(t) {
-            // The pending check for this epoch already fires at `t`.
+        let old = self.cpus[c].armed;
+        if old == Some(t) {
+            // The pending check already fires at `t`.
             return;
         }
+        if let Some(old) = old {
+            self.superseded(old);
+        }
         self.cpus[c].armed = Some(t);
-        self.cpus[c].epoch += 1;
-        let epoch = self.cpus[c].epoch;
-        self.post(t, EvKind::CpuCheck { cpu: c, epoch });
+        let seq = self.events.stamp();
+        self.timers.set(c, Some((t, seq)));
+    }
+
+    /// A pending check at `t` was replaced or cancelled. It is still
+    /// counted in `metrics.events`, as it was when checks were queued
+    /// events and a replaced one was popped and ignored at its time: now,
+    /// if this `run_until` reaches `t`, or by the one that does.
+    fn superseded(&mut self, t: u64) {
+        if t <= self.bound {
+            self.processed += 1;
+        } else if t <= self.cfg.duration {
+            self.superseded_after.push(t);
+        }
     }
 
     pub(crate) fn dispatch(&mut self, c: usize) -> Result<(), SimError> {

@@ -8,18 +8,23 @@
 //! * Events carry no behaviour, only what happened and to whom; the machine
 //!   (`machine.rs`) dispatches each to the module concerned.
 //! * Stale events are not removed from the queue: their owner keeps an epoch
-//!   (CPU checks, superseded arrivals) and ignores an event whose epoch is no
-//!   longer current, which keeps every queue operation cheap.
+//!   (superseded arrivals) and ignores an event whose epoch is no longer
+//!   current, which keeps every queue operation cheap.
+//! * A CPU's check (re-evaluate it at a time) is not an event in the queue
+//!   but one timer slot per CPU (`Timers`), stamped from the same posting
+//!   sequence: re-arming overwrites the slot, so no stale check is ever
+//!   queued or popped, and the machine takes the earlier of the queue's
+//!   first event and the first timer in exactly the (time, posting) order
+//!   one queue would give.
 
 use std::collections::VecDeque;
 
 /// What an event is about.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum EvKind {
-    CpuCheck {
-        cpu: usize,
-        epoch: u64,
-    },
+    /// Nothing (the no-progress guard's tests post these).
+    #[cfg(test)]
+    Nop,
     Release {
         task: usize,
     },
@@ -56,6 +61,7 @@ pub(crate) enum EvKind {
 }
 
 /// One queued event.
+#[cfg(test)]
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Ev {
     pub(crate) time: u64,
@@ -92,12 +98,72 @@ impl Dirty {
     }
 }
 
-/// One queued event: its time and what it is about (its place in the
-/// queue keeps the posting order among events of equal time).
+/// When an event is due: its time, then its posting sequence number (the
+/// order of events, and of CPU timers, of equal time).
+pub(crate) type Key = (u64, u64);
+
+/// No timer armed (a sequence number never reached).
+const UNARMED: Key = (u64::MAX, u64::MAX);
+
+/// One queued event: its time, posting sequence number and what it is
+/// about.
 #[derive(Copy, Clone, Debug)]
 struct Item {
     time: u64,
+    seq: u64,
     kind: EvKind,
+}
+
+/// One check timer per CPU and the earliest of them, in a tournament tree
+/// over the CPUs (a set is O(log CPUs); the earliest is read in O(1)).
+pub(crate) struct Timers {
+    /// Per CPU (padded to a power of two): when its check is due, or
+    /// `UNARMED`.
+    keys: Vec<Key>,
+    /// `tree[k]` is the CPU of the earliest key below node `k`; the
+    /// leaves are `tree[n..2n]`, the root `tree[1]`.
+    tree: Vec<u32>,
+}
+
+impl Timers {
+    pub(crate) fn new(cpus: usize) -> Timers {
+        let n = cpus.max(1).next_power_of_two();
+        let mut tree = vec![0u32; 2 * n];
+        for (i, x) in tree[n..].iter_mut().enumerate() {
+            *x = i as u32;
+        }
+        for k in (1..n).rev() {
+            tree[k] = tree[2 * k];
+        }
+        Timers {
+            keys: vec![UNARMED; n],
+            tree,
+        }
+    }
+
+    /// Arm CPU `c`'s timer at `key` (replacing any), or disarm it (`None`).
+    pub(crate) fn set(&mut self, c: usize, key: Option<Key>) {
+        self.keys[c] = key.unwrap_or(UNARMED);
+        let n = self.keys.len();
+        let mut k = (n + c) / 2;
+        while k >= 1 {
+            let (a, b) = (self.tree[2 * k], self.tree[2 * k + 1]);
+            // ties (two unarmed CPUs) go to the lower index
+            self.tree[k] = if self.keys[b as usize] < self.keys[a as usize] {
+                b
+            } else {
+                a
+            };
+            k /= 2;
+        }
+    }
+
+    /// The earliest armed timer: its key and CPU.
+    pub(crate) fn first(&self) -> Option<(Key, usize)> {
+        let c = self.tree[1] as usize;
+        let key = self.keys[c];
+        (key != UNARMED).then_some((key, c))
+    }
 }
 
 /// The future events of one simulation, in (time, posting) order: a radix
@@ -126,8 +192,13 @@ pub(crate) struct Events {
     buckets: [Vec<Item>; 64],
     /// Bit `b` set: bucket `b` is not empty.
     nonempty: u64,
-    /// The time of the latest event taken (or peeked by `pop_until`).
+    /// The time of the latest event taken.
     last: u64,
+    /// The next posting sequence number (events and CPU timers).
+    seq: u64,
+    /// The first event's key while `current` is empty, once `peek` found
+    /// it (kept up to date by `post`, forgotten by a take).
+    first: Option<Key>,
 }
 
 impl Default for Events {
@@ -137,14 +208,32 @@ impl Default for Events {
             buckets: std::array::from_fn(|_| Vec::new()),
             nonempty: 0,
             last: 0,
+            seq: 0,
+            first: None,
         }
     }
 }
 
 impl Events {
+    /// The next posting sequence number, taken (a CPU timer armed now is
+    /// ordered after every event posted before it, before every later one).
+    pub(crate) fn stamp(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
     /// Queue `kind` at `time`, after every event already queued at `time`.
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {
-        let item = Item { time, kind };
+        let seq = self.stamp();
+        let item = Item { time, seq, kind };
+        if let Some(f) = self.first {
+            // a later event goes to a bucket: the earliest in the buckets
+            // may change (one at `last` goes to `current`, which comes
+            // first anyway)
+            if time < f.0 && time > self.last {
+                self.first = Some((time, seq));
+            }
+        }
         if time < self.last {
             // never from the machine (it posts at or after the instant it
             // handles), but kept exact: rebuild from the new earliest time
@@ -176,18 +265,43 @@ impl Events {
         all.push(item);
         all.sort_by_key(|i| i.time);
         self.nonempty = 0;
+        self.first = None;
         self.last = all.first().map_or(self.last, |i| i.time);
         for i in all {
             self.place(i);
         }
     }
 
-    /// The earliest event if it is due at or before `until`.
-    pub(crate) fn pop_until(&mut self, until: u64) -> Option<Ev> {
+    /// The key of the earliest event, if any. It does not move events
+    /// (`last` stays the time of the latest event taken, so an event
+    /// handled before this one may still post earlier ones cheaply): while
+    /// `current` is empty, the earliest of the lowest bucket is found once
+    /// and kept.
+    pub(crate) fn peek(&mut self) -> Option<Key> {
+        if let Some(i) = self.current.front() {
+            return Some((i.time, i.seq));
+        }
+        if self.first.is_none() && self.nonempty != 0 {
+            let b = self.nonempty.trailing_zeros() as usize;
+            // the earliest time, first posted among equals
+            let mut best = UNARMED;
+            for i in &self.buckets[b] {
+                if i.time < best.0 {
+                    best = (i.time, i.seq);
+                }
+            }
+            self.first = Some(best);
+        }
+        self.first
+    }
+
+    /// Take the earliest event.
+    pub(crate) fn pop(&mut self) -> Option<EvKind> {
         if self.current.is_empty() {
             if self.nonempty == 0 {
                 return None;
             }
+            self.first = None;
             let b = self.nonempty.trailing_zeros() as usize;
             self.nonempty &= !(1 << b);
             // every event of bucket `b` moves to a lower bucket (they all
@@ -200,14 +314,17 @@ impl Events {
             }
             self.buckets[b] = moving;
         }
-        let first = self.current.front()?;
-        if first.time > until {
+        self.current.pop_front().map(|i| i.kind)
+    }
+
+    /// The earliest event if it is due at or before `until`.
+    #[cfg(test)]
+    pub(crate) fn pop_until(&mut self, until: u64) -> Option<Ev> {
+        let time = self.peek()?.0;
+        if time > until {
             return None;
         }
-        self.current.pop_front().map(|i| Ev {
-            time: i.time,
-            kind: i.kind,
-        })
+        self.pop().map(|kind| Ev { time, kind })
     }
 }
 
@@ -292,6 +409,31 @@ mod tests {
             ops in proptest::collection::vec((any::<u8>(), 0u64..5_000), 0..400)
         ) {
             check(&ops);
+        }
+    }
+
+    proptest! {
+        /// The timers' first is the earliest armed key (lowest CPU among
+        /// equal keys), through any sequence of arms and disarms.
+        #[test]
+        fn timers_first_is_the_earliest(
+            cpus in 1usize..70,
+            ops in proptest::collection::vec((0usize..70, 0u64..20, any::<bool>()), 0..300)
+        ) {
+            let mut t = Timers::new(cpus);
+            let mut keys: Vec<Option<Key>> = vec![None; cpus];
+            for (k, &(c, time, arm)) in ops.iter().enumerate() {
+                let c = c % cpus;
+                let key = arm.then_some((time, k as u64));
+                t.set(c, key);
+                keys[c] = key;
+                let want = keys
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, k)| k.map(|k| (k, i)))
+                    .min();
+                prop_assert_eq!(t.first(), want);
+            }
         }
     }
 

@@ -19,8 +19,9 @@
 //! * Discrete events ordered by (time, sequence number): deterministic for a
 //!   configuration and seed, bit for bit.
 //! * A CPU is re-evaluated only at the earlier of the core's `next_update`,
-//!   the running context's completion, or an external event; stale CPU
-//!   events are discarded by an epoch counter.
+//!   the running context's completion, or an external event; its check is
+//!   one timer slot (`engine::Timers`), re-armed in place, so no stale
+//!   check is queued.
 //! * The state is plain data shared by the modules above (fields are
 //!   crate-visible); each module owns the transitions of its concern.
 
@@ -35,7 +36,7 @@ use crate::config::{PolicyCfg, Release, SimConfig};
 use crate::cpu::Cpu;
 use crate::devices::xhci::XhciState;
 use crate::devices::DeviceState;
-use crate::engine::{Dirty, EvKind, Events};
+use crate::engine::{Dirty, EvKind, Events, Timers};
 use crate::error::SimError;
 use crate::metrics::Metrics;
 use crate::paths::hypervisor::VirqState;
@@ -56,6 +57,15 @@ pub struct Simulation {
     pub(crate) cfg: SimConfig,
     pub(crate) now: u64,
     pub(crate) events: Events,
+    /// Each CPU's pending check (`Cpu::armed`), outside `events`.
+    pub(crate) timers: Timers,
+    /// The `until` of the `run_until` call in progress: the run reaches
+    /// every instant up to it unless it fails.
+    pub(crate) bound: u64,
+    /// Times of superseded CPU checks later than `bound` (and not later
+    /// than the duration), counted in `processed` once a `run_until`
+    /// reaches them (`Simulation::superseded`).
+    pub(crate) superseded_after: Vec<u64>,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) threads: Vec<Thread>,
     pub(crate) servers: Vec<ServerInfo>,
@@ -185,6 +195,9 @@ impl Simulation {
             cfg,
             now: 0,
             events: Events::default(),
+            timers: Timers::new(ncpu),
+            bound: 0,
+            superseded_after: Vec::new(),
             threads: Vec::new(),
             servers: Vec::new(),
             devices: Vec::new(),
@@ -308,8 +321,25 @@ impl Simulation {
     /// a caller can show progress or stop between slices.
     pub fn run_until(&mut self, until: u64) -> Result<(), SimError> {
         let until = until.min(self.cfg.duration);
-        while let Some(ev) = self.events.pop_until(until) {
-            if ev.time == self.now {
+        self.bound = until;
+        let before = self.superseded_after.len();
+        self.superseded_after.retain(|&t| t > until);
+        self.processed += (before - self.superseded_after.len()) as u64;
+        loop {
+            // the earlier of the first queued event and the first CPU
+            // timer, in (time, posting) order
+            let timer = self.timers.first();
+            let queued = self.events.peek();
+            let (time, cpu) = match (timer, queued) {
+                (Some((k, c)), None) => (k.0, Some(c)),
+                (Some((k, c)), Some(q)) if k < q => (k.0, Some(c)),
+                (_, Some(q)) => (q.0, None),
+                (None, None) => break,
+            };
+            if time > until {
+                break;
+            }
+            if time == self.now {
                 self.same_instant += 1;
                 if self.same_instant > self.instant_limit {
                     return Err(SimError::Config {
@@ -325,9 +355,20 @@ impl Simulation {
             } else {
                 self.same_instant = 0;
             }
-            self.now = ev.time;
+            self.now = time;
             self.processed += 1;
-            self.handle(ev.kind)?;
+            match cpu {
+                Some(c) => {
+                    self.timers.set(c, None);
+                    self.cpus[c].armed = None;
+                    self.dirty.mark(c);
+                }
+                None => {
+                    if let Some(kind) = self.events.pop() {
+                        self.handle(kind)?;
+                    }
+                }
+            }
             self.settle()?;
         }
         self.now = self.now.max(until);
@@ -377,12 +418,8 @@ impl Simulation {
     /// Dispatch one event to the module it concerns.
     fn handle(&mut self, kind: EvKind) -> Result<(), SimError> {
         match kind {
-            EvKind::CpuCheck { cpu, epoch } => {
-                if self.cpus[cpu].epoch == epoch {
-                    self.cpus[cpu].armed = None;
-                    self.dirty.mark(cpu);
-                }
-            }
+            #[cfg(test)]
+            EvKind::Nop => {}
             EvKind::Release { task } => self.release(task)?,
             EvKind::Deadline { task, release } => self.deadline_passed(task, release)?,
             EvKind::Wake { thread } => self.resume_task(thread)?,

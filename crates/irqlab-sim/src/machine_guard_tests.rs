@@ -18,17 +18,10 @@ fn idle(limit: u64) -> Simulation {
     sim
 }
 
-/// Post `n` events at `t` that do nothing (CPU checks of an epoch that is
-/// never current), as a zero-delay loop would.
+/// Post `n` events at `t` that do nothing, as a zero-delay loop would.
 fn post_noops(sim: &mut Simulation, t: u64, n: u64) {
     for _ in 0..n {
-        sim.post(
-            t,
-            EvKind::CpuCheck {
-                cpu: 0,
-                epoch: u64::MAX,
-            },
-        );
+        sim.post(t, EvKind::Nop);
     }
 }
 
