@@ -102,9 +102,6 @@ impl Dirty {
 /// order of events, and of CPU timers, of equal time).
 pub(crate) type Key = (u64, u64);
 
-/// No timer armed (a sequence number never reached).
-const UNARMED: Key = (u64::MAX, u64::MAX);
-
 /// One queued event: its time, posting sequence number and what it is
 /// about.
 #[derive(Copy, Clone, Debug)]
@@ -117,9 +114,10 @@ struct Item {
 /// One check timer per CPU and the earliest of them, in a tournament tree
 /// over the CPUs (a set is O(log CPUs); the earliest is read in O(1)).
 pub(crate) struct Timers {
-    /// Per CPU (padded to a power of two): when its check is due, or
-    /// `UNARMED`.
-    keys: Vec<Key>,
+    /// Per CPU (padded to a power of two): when its check is due, as
+    /// `time << 64 | seq` (one comparison orders two keys), or `u128::MAX`
+    /// when unarmed.
+    keys: Vec<u128>,
     /// `tree[k]` is the CPU of the earliest key below node `k`; the
     /// leaves are `tree[n..2n]`, the root `tree[1]`.
     tree: Vec<u32>,
@@ -136,25 +134,27 @@ impl Timers {
             tree[k] = tree[2 * k];
         }
         Timers {
-            keys: vec![UNARMED; n],
+            keys: vec![u128::MAX; n],
             tree,
         }
     }
 
     /// Arm CPU `c`'s timer at `key` (replacing any), or disarm it (`None`).
+    /// Only the path from its leaf to the root is replayed: at each level
+    /// the winner so far meets the winner of the sibling subtree.
     pub(crate) fn set(&mut self, c: usize, key: Option<Key>) {
-        self.keys[c] = key.unwrap_or(UNARMED);
-        let n = self.keys.len();
-        let mut k = (n + c) / 2;
-        while k >= 1 {
-            let (a, b) = (self.tree[2 * k], self.tree[2 * k + 1]);
-            // ties (two unarmed CPUs) go to the lower index
-            self.tree[k] = if self.keys[b as usize] < self.keys[a as usize] {
-                b
-            } else {
-                a
-            };
-            k /= 2;
+        let mut wk = key.map_or(u128::MAX, |(t, s)| (t as u128) << 64 | s as u128);
+        self.keys[c] = wk;
+        let mut w = c as u32;
+        let mut node = self.keys.len() + c;
+        while node > 1 {
+            let sib = self.tree[node ^ 1];
+            let sk = self.keys[sib as usize];
+            if sk < wk {
+                (w, wk) = (sib, sk);
+            }
+            node /= 2;
+            self.tree[node] = w;
         }
     }
 
@@ -162,7 +162,7 @@ impl Timers {
     pub(crate) fn first(&self) -> Option<(Key, usize)> {
         let c = self.tree[1] as usize;
         let key = self.keys[c];
-        (key != UNARMED).then_some((key, c))
+        (key != u128::MAX).then_some((((key >> 64) as u64, key as u64), c))
     }
 }
 
@@ -284,7 +284,7 @@ impl Events {
         if self.first.is_none() && self.nonempty != 0 {
             let b = self.nonempty.trailing_zeros() as usize;
             // the earliest time, first posted among equals
-            let mut best = UNARMED;
+            let mut best = (u64::MAX, u64::MAX);
             for i in &self.buckets[b] {
                 if i.time < best.0 {
                     best = (i.time, i.seq);
@@ -301,14 +301,17 @@ impl Events {
             if self.nonempty == 0 {
                 return None;
             }
-            self.first = None;
             let b = self.nonempty.trailing_zeros() as usize;
             self.nonempty &= !(1 << b);
             // every event of bucket `b` moves to a lower bucket (they all
             // agree with the new `last` above bit `b`): its allocation is
-            // put back empty
+            // put back empty; the new `last` is the earliest time, which
+            // `peek` may have found already
             let mut moving = std::mem::take(&mut self.buckets[b]);
-            self.last = moving.iter().map(|i| i.time).min().unwrap_or(self.last);
+            self.last = match self.first.take() {
+                Some((t, _)) => t,
+                None => moving.iter().map(|i| i.time).min().unwrap_or(self.last),
+            };
             for i in moving.drain(..) {
                 self.place(i);
             }
@@ -413,8 +416,9 @@ mod tests {
     }
 
     proptest! {
-        /// The timers' first is the earliest armed key (lowest CPU among
-        /// equal keys), through any sequence of arms and disarms.
+        /// The timers' first is the earliest armed key, through any
+        /// sequence of arms and disarms (keys are distinct: their sequence
+        /// numbers are).
         #[test]
         fn timers_first_is_the_earliest(
             cpus in 1usize..70,
