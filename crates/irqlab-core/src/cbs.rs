@@ -65,10 +65,16 @@ impl ServerPolicy for Cbs {
     fn update_budget(&mut self, now: Nanos) {
         if self.throttled && now >= self.deadline {
             // Replenish: postpone the deadline one period per refill until
-            // the runtime is positive.
-            while self.remaining <= 0 {
-                self.deadline += self.period;
-                self.remaining += self.runtime_q.as_ns() as i128;
+            // the runtime is positive -- the n refills at once (an overrun
+            // of hours is one step, not one loop turn per period).
+            if self.remaining <= 0 {
+                let q = (self.runtime_q.as_ns() as i128).max(1);
+                let n = (-self.remaining) / q + 1;
+                self.deadline = self.deadline.saturating_add(
+                    self.period
+                        .saturating_mul(u64::try_from(n).unwrap_or(u64::MAX)),
+                );
+                self.remaining += n * q;
             }
             self.throttled = false;
             if self.deadline <= now {
@@ -147,6 +153,27 @@ mod tests {
         c.update_budget(Nanos(10));
         assert_eq!(c.deadline(), Nanos(20));
         assert_eq!(c.budget(), Nanos(1));
+    }
+
+    /// An overrun of many periods is carried in one step: Q = 2, P = 10,
+    /// charged 25 by 25 -> q = -23; at the refill 12 periods are needed
+    /// (d = 10 + 120, q = -23 + 24 = 1). Charged 10^15 at once (5 * 10^14
+    /// loop turns before): d = 10 + 10 * 5 * 10^14, q = 2.
+    #[test]
+    fn a_long_overrun_is_refilled_at_once() {
+        let mut c = Cbs::new(Nanos(2), Nanos(10), Nanos(0)).unwrap();
+        c.end_timeslice(Nanos(25), Nanos(25), true);
+        assert_eq!((c.deadline(), c.budget()), (Nanos(130), Nanos(1)));
+        let mut c = Cbs::new(Nanos(2), Nanos(10), Nanos(0)).unwrap();
+        let t = Nanos(1_000_000_000_000_000);
+        c.end_timeslice(t, t, true);
+        assert_eq!(
+            (c.deadline(), c.budget()),
+            (Nanos(5_000_000_000_000_010), Nanos(2))
+        );
+        let mut c = Cbs::new(Nanos(2), Nanos(10), Nanos(0)).unwrap();
+        c.end_timeslice(Nanos::MAX, Nanos::MAX, true);
+        assert_eq!(c.deadline(), Nanos::MAX);
     }
 
     /// Wake-up rule: Q = 2, P = 10. Run 1 (q = 1, d = 10) and block. Wake at

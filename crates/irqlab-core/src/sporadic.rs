@@ -150,19 +150,8 @@ impl SporadicServer {
     /// Alg. 11 `budget-check`, past its line 1 (the caller found the
     /// capacity not positive).
     fn budget_check_depleted(&mut self, now: Nanos) {
-        // Lines 2-8: exhaust fully used replenishments and reschedule them
-        // one period later.
-        while let Some(h) = self.head() {
-            if h.amount > self.usage {
-                break;
-            }
-            self.usage -= h.amount;
-            let _ = self.pop();
-            self.add(Replenishment {
-                time: h.time + self.period,
-                amount: h.amount,
-            });
-        }
+        self.skip_whole_rounds();
+        self.exhaust_used();
         // Lines 9-16: overrun -- delay the head by the overrun, merging into
         // the following replenishment when they overlap.
         if !self.usage.is_zero() {
@@ -186,6 +175,50 @@ impl SporadicServer {
         if self.capacity(now).is_zero() {
             self.foreground = false;
         }
+    }
+
+    /// Alg. 11 lines 2-8: exhaust fully used replenishments and reschedule
+    /// them one period later.
+    fn exhaust_used(&mut self) {
+        while let Some(h) = self.head() {
+            if h.amount > self.usage {
+                break;
+            }
+            self.usage -= h.amount;
+            let _ = self.pop();
+            self.add(Replenishment {
+                time: h.time + self.period,
+                amount: h.amount,
+            });
+        }
+    }
+
+    /// Lines 2-8 of Alg. 11, a whole queue at a time: a usage of `k + 1`
+    /// budgets or more (a caller that charged a long interval at once, e.g.
+    /// `schedule` called long after `next_update`) would loop once per
+    /// replenishment per budget -- O(usage / C), a hang for a usage of
+    /// hours. While the usage covers the whole queue (sum `C`) every entry
+    /// is popped and re-added one period later; when the queue spans at
+    /// most one period each lands behind the others, so one round shifts
+    /// the queue by `T` unchanged, and `k` rounds shift it by `k * T`. `k`
+    /// leaves between `C` and `2C` of usage to the loop (at most two
+    /// rounds). Same result and `ops` count as the loop.
+    fn skip_whole_rounds(&mut self) {
+        let c = self.capacity_c.as_ns();
+        let (Some(first), Some(last)) = (self.queue.front(), self.queue.back()) else {
+            return;
+        };
+        if c == 0 || self.usage.as_ns() / c < 2 || last.time > first.time + self.period {
+            return;
+        }
+        let k = self.usage.as_ns() / c - 1;
+        self.usage = Nanos(self.usage.as_ns() - k * c);
+        let shift = self.period.saturating_mul(k);
+        for r in self.queue.iter_mut() {
+            r.time = r.time + shift;
+        }
+        let n = self.queue.len() as u64;
+        self.ops = self.ops.saturating_add(k.saturating_mul(2 * n));
     }
 
     /// Alg. 12 `split-check`.
@@ -463,6 +496,63 @@ mod tests {
         s.end_timeslice(Nanos(10), Nanos(9), true);
         assert_eq!(q(&s), [(22, 3), (30, 1)]);
         assert_eq!(s.queued_sum(), Nanos(4));
+    }
+
+    /// A usage of many budgets at once (a caller that charges hours in one
+    /// slice): `skip_whole_rounds` then the loop give exactly the loop's
+    /// queue, usage and operation count, on queues built by random
+    /// slices, blocks and wake-ups; the skip does fire (fewer loop turns).
+    #[test]
+    fn whole_rounds_skip_equals_the_loop() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |m: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % m
+        };
+        let mut skipped = 0;
+        for _ in 0..2_000 {
+            let (c, t) = (1 + next(20), 21 + next(30));
+            let mut s = ss(c, t, 2 + next(6) as usize);
+            let mut now = 0;
+            for _ in 0..next(8) {
+                now += next(2 * t);
+                s.unblock(Nanos(now), UnblockCtx::default());
+                s.update_budget(Nanos(now));
+                let used = next(s.budget().as_ns() + 1);
+                now += used;
+                s.end_timeslice(Nanos(now), Nanos(used), next(2) == 0);
+            }
+            s.usage = Nanos(s.usage.as_ns() + next(60 * c));
+            let mut slow = s.clone();
+            slow.exhaust_used();
+            let ops = s.ops;
+            s.skip_whole_rounds();
+            skipped += u64::from(s.ops != ops);
+            s.exhaust_used();
+            assert_eq!((q(&s), s.usage, s.ops), (q(&slow), slow.usage, slow.ops));
+        }
+        assert!(skipped > 500, "the skip fired {skipped} times");
+    }
+
+    /// The hang it removes: budget 2 ns per 10 ns charged 10^15 ns at once
+    /// (5 * 10^14 loop turns before); and a charge near `u64::MAX`.
+    #[test]
+    fn a_huge_overrun_is_one_step() {
+        let mut s = ss(2, 10, 32);
+        s.end_timeslice(
+            Nanos(1_000_000_000_000_000),
+            Nanos(1_000_000_000_000_000),
+            true,
+        );
+        // 5 * 10^14 rounds of (0,2) -> (10 * 5 * 10^14, 2), no overrun left
+        assert_eq!(q(&s), [(5_000_000_000_000_000, 2)]);
+        assert_eq!(s.usage(), Nanos(0));
+        let mut s = ss(2, 10, 32);
+        s.end_timeslice(Nanos::MAX, Nanos::MAX, true);
+        assert_eq!(q(&s), [(u64::MAX, 2)]);
+        assert_eq!(s.usage(), Nanos(1));
     }
 
     /// Alg. 12 full queue: with max_repl = 2 and two replenishments queued,
