@@ -105,3 +105,25 @@ def test_escaped_name_in_error(tmp_path: Path) -> None:
     r = irqlab("check", HERE / "models" / "name_vcpu_ansi.yaml")
     assert_clean_error(r, "no control characters")
     assert "\\u{1b}[31m" in r.err
+
+
+def test_a_base_exception_is_one_line(monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A Rust panic that escaped the binding's guard reaches Python as pyo3's
+    `PanicException`, a `BaseException`, not an `Exception`: the CLI still
+    prints one line naming it, exit 2, no traceback."""
+    from irqlab import cli
+    from irqlab.commands import check
+
+    class PanicException(BaseException):  # what pyo3 raises, by name
+        pass
+
+    def boom(*_: object, **__: object) -> None:
+        raise PanicException("index out of bounds: the len is 0 but the index is 0\nmore")
+
+    monkeypatch.delenv("IRQLAB_DEBUG", raising=False)
+    monkeypatch.setattr(check, "run", boom)
+    assert cli.main(["check", QUEST]) == 2
+    err = capsys.readouterr().err
+    assert err == ("irqlab check: error: internal error (PanicException): index out of "
+                   "bounds: the len is 0 but the index is 0; please report it\n"), err
