@@ -215,7 +215,7 @@ impl SporadicServer {
         self.usage = Nanos(self.usage.as_ns() - k * c);
         let shift = self.period.saturating_mul(k);
         for r in self.queue.iter_mut() {
-            r.time = r.time + shift;
+            r.time += shift;
         }
         let n = self.queue.len() as u64;
         self.ops = self.ops.saturating_add(k.saturating_mul(2 * n));
