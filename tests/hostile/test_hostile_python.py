@@ -171,3 +171,24 @@ def test_sim_config_limits() -> None:
     srv["servers"][0]["max_repl"] = 2**62
     with pytest.raises(ValueError, match=r"servers\[0\].max_repl"):
         simulate(srv)
+
+
+@pytest.mark.parametrize("kind", ["sporadic", "cbs"])
+def test_a_long_overrun_is_one_step(kind: str) -> None:
+    """`schedule` called long after `next_update` charges the whole interval:
+    a 2 ns per 10 ns server charged 10^12 ns (it looped once per budget,
+    38 s per 10^9 ns before) and 2**64 - 1 ns returns at once."""
+    for now in (10**12, 2**64 - 1):
+        s = Scheduler()
+        srv = getattr(s, f"add_{kind}")("a", 2, 10)
+        t = s.add_thread("t", srv)
+        s.wakeup(0, t)
+        assert s.schedule(0).thread == t
+        d = s.schedule(now)
+        if kind == "sporadic" and now == 10**12:
+            # 5 * 10^11 budgets used: the replenishment comes back 5 * 10^11 periods on
+            assert (d.server, d.next_update) == (None, 5 * 10**12)
+            assert s.server_state(srv)["replenishments"] == [(5 * 10**12, 2)]
+        if kind == "cbs" and now == 10**12:
+            # refilled at once: deadline 10 + 10 * 5 * 10^11, runtime 2
+            assert s.server_state(srv)["deadline"] == 5 * 10**12 + 10

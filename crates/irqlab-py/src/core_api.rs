@@ -4,7 +4,8 @@
 //! scheduler with explicit times (integer nanoseconds): `wakeup`, `block`,
 //! `schedule`, and reads budgets, replenishment queues, eligibility times and
 //! inherited periods. Invalid arguments raise `ValueError` with the core's
-//! message (`budget 12ms exceeds period 10ms`).
+//! message (`budget 12ms exceeds period 10ms`); the calls that change the
+//! scheduler run under [`crate::guard`] (a panic is a `RuntimeError`).
 
 use irqlab_core::{
     Cbs, CoreError, DeferrableServer, Inherit, LatencyRecorder, Nanos, Pibs, PollingServer,
@@ -198,28 +199,36 @@ impl PyScheduler {
     /// A thread of `server` (starts blocked); higher `priority` is more urgent.
     #[pyo3(signature = (name, server, priority=1))]
     fn add_thread(&mut self, name: &str, server: usize, priority: u32) -> PyResult<usize> {
-        self.inner
-            .add_thread(name, ServerId(server), priority)
-            .map(|t| t.0)
-            .map_err(err)
+        crate::guard("Scheduler.add_thread", || {
+            self.inner
+                .add_thread(name, ServerId(server), priority)
+                .map(|t| t.0)
+                .map_err(err)
+        })
     }
 
     /// Alg. 2. Returns True when `schedule` must be called now (preemption).
     #[pyo3(signature = (now, thread, inherit_period=None))]
     fn wakeup(&mut self, now: u64, thread: usize, inherit_period: Option<u64>) -> PyResult<bool> {
-        self.inner
-            .wakeup(Nanos(now), ThreadId(thread), inherit_period.map(Nanos))
-            .map_err(err)
+        crate::guard("Scheduler.wakeup", || {
+            self.inner
+                .wakeup(Nanos(now), ThreadId(thread), inherit_period.map(Nanos))
+                .map_err(err)
+        })
     }
 
     /// The thread blocks at `now` (ns). Returns True when it was running.
     fn block(&mut self, now: u64, thread: usize) -> PyResult<bool> {
-        self.inner.block(Nanos(now), ThreadId(thread)).map_err(err)
+        crate::guard("Scheduler.block", || {
+            self.inner.block(Nanos(now), ThreadId(thread)).map_err(err)
+        })
     }
 
     /// Alg. 1: the decision at `now` (ns), a `Dispatch`.
     fn schedule(&mut self, now: u64) -> PyResult<Dispatch> {
-        let d = self.inner.schedule(Nanos(now)).map_err(err)?;
+        let d = crate::guard("Scheduler.schedule", || {
+            self.inner.schedule(Nanos(now)).map_err(err)
+        })?;
         Ok(Dispatch {
             server: d.server.map(|s| s.0),
             thread: d.thread.map(|t| t.0),
@@ -231,9 +240,11 @@ impl PyScheduler {
     /// Strict PIBS inheritance: at `now` (ns), one request for a Main VCPU
     /// of period `main_period` (ns) is done.
     fn io_service_done(&mut self, now: u64, server: usize, main_period: u64) -> PyResult<()> {
-        self.inner
-            .io_service_done(Nanos(now), ServerId(server), Nanos(main_period))
-            .map_err(err)
+        crate::guard("Scheduler.io_service_done", || {
+            self.inner
+                .io_service_done(Nanos(now), ServerId(server), Nanos(main_period))
+                .map_err(err)
+        })
     }
 
     /// State of a server: kind, name, budget, priority key and policy state
@@ -335,10 +346,12 @@ impl PyScheduler {
 
 impl PyScheduler {
     fn add(&mut self, name: &str, server: Server, quantum: Option<u64>) -> PyResult<usize> {
-        self.inner
-            .add_server(name, server, threads(quantum))
-            .map(|s| s.0)
-            .map_err(err)
+        crate::guard("Scheduler.add_server", || {
+            self.inner
+                .add_server(name, server, threads(quantum))
+                .map(|s| s.0)
+                .map_err(err)
+        })
     }
 }
 
