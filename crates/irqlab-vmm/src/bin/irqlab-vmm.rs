@@ -485,10 +485,10 @@ fn model(args: &[String]) -> Result<(), String> {
     std::thread::sleep(Duration::from_millis(100));
     let s = vmm.stop();
     trace(args, &s.report)?;
-    let mut devices = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
-    strip_histograms(&mut devices);
-    let mut tasks = serde_json::to_value(&s.report.guest.tasks).map_err(|e| e.to_string())?;
-    strip_histograms(&mut tasks);
+    // Histograms kept: `irqlab vmm --out` writes them as the simulator's
+    // `histogram_ns` (CDFs in `irqlab report`).
+    let devices = serde_json::to_value(&s.report.devices).map_err(|e| e.to_string())?;
+    let tasks = serde_json::to_value(&s.report.guest.tasks).map_err(|e| e.to_string())?;
     let stall = s.report.host_stall_ns();
     println!(
         "{}",
