@@ -301,10 +301,104 @@ def real_metrics(real: dict[str, Any]) -> dict[str, Any]:
                      "throughput_bytes_per_s": d["throughput_bytes_per_s"],
                      "throughput_windows_bytes_per_s": [d["throughput_bytes_per_s"]]}
                     for d in real["devices"]],
-        "servers": [{"name": s["name"], "cpu": s["cpu"], "kind": s["kind"],
-                     "share_fraction": s["share_fraction"],
-                     "share_windows_fraction": [s["share_fraction"]]}
+        "servers": [_share_metrics(s["name"], s["cpu"], s["kind"], s["share_fraction"])
                     for s in real["servers"]],
+    }
+
+
+def _share_metrics(name: str, cpu: int, kind: str, share: float) -> dict[str, Any]:
+    """A real server's CPU share as the simulator's ``ServerMetrics`` (one
+    window: the whole run)."""
+    return {"name": name, "cpu": cpu, "kind": kind, "share_fraction": share,
+            "share_windows_fraction": [share]}
+
+
+#: What ``irqlab vmm --out`` leaves out of ``metrics.json`` because the VMM
+#: does not measure it, per ``$defs`` entry of the metrics schema (``""``:
+#: the top level): ``seed`` (the VMM's UDP senders draw their jitter from a
+#: fixed seed of their own, not ``simulation.seed``), the simulator's event
+#: count and per-CPU accounting, a device's bytes, throughput and request
+#: latency, a virtual interrupt's delayed injections (the VMM counts those
+#: held at the stop, not those delayed), serviceable flows and
+#: handled-within curve, a task's misses and completion times, a server's
+#: busy and queue figures. Distributions are whole, histograms included.
+VMM_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    "": ("seed", "events"),
+    "CpuMetrics": ("schedule_calls", "lost_interrupts", "wakeups", "server_switches",
+                   "replenishment_ops", "isr_ns", "softirq_ns", "idle_ns", "vcpu_switches",
+                   "switch_ns", "overhead_percent", "overhead_windows_percent"),
+    "DeviceMetrics": ("bytes", "throughput_bytes_per_s", "throughput_windows_bytes_per_s",
+                      "latency"),
+    "VirqMetrics": ("delayed_injections", "serviceable", "handled_within"),
+    "TaskMetrics": ("deadline_misses", "unfinished_past_deadline", "aborted", "completions_ns"),
+    "ServerMetrics": ("busy_ns", "background_ns", "max_queue", "mean_queue"),
+}
+
+
+def vmm_metrics_schema() -> dict[str, Any]:
+    """The metrics schema with :data:`VMM_LEFT_OUT` no longer required:
+    what ``irqlab vmm --out`` writes validates against it."""
+    from irqlab.schemas import metrics_schema
+
+    s = metrics_schema()
+    for name, fields in VMM_LEFT_OUT.items():
+        d = s["$defs"][name] if name else s
+        d["required"] = [f for f in d["required"] if f not in fields]
+    return s
+
+
+def vmm_metrics(report: dict[str, Any], cfg: dict[str, Any]) -> dict[str, Any]:
+    """The real VMM's report (``irqlab-vmm model``) in the shape of the
+    simulator's ``metrics.json`` for the model whose simulator
+    configuration is ``cfg`` (its servers named as the simulator names
+    them: the VCPU by the model, a pseudo-VCPU ``VIRQ.pseudo``).
+
+    Per physical interrupt (``devices``) and virtual interrupt (``virqs``):
+    the events the top half received, those the guest's DSR completed,
+    those dropped, and the handling time (host event -> end of the guest
+    DSR, VINT Def. 2); per guest task its jobs, completions and response
+    time; per server its CPU share. What the VMM does not measure is left
+    out (:data:`VMM_LEFT_OUT`)."""
+    def dist(d: dict[str, Any]) -> dict[str, Any]:
+        out = {"count": d["count"], **{f"{k}_ns": d[k] for k in
+                                      ("min", "mean", "p50", "p99", "max", "std_dev")}}
+        # irqlab-rt's histogram: the same [lo_ns, hi_ns, count] bins, empty ones
+        # left out (and the whole list when there is no sample).
+        if d["count"] and "histogram" not in d:
+            raise ValueError("VMM report: a distribution without its histogram (an "
+                             "irqlab-vmm binary older than this irqlab? see $IRQLAB_VMM)")
+        out["histogram_ns"] = d.get("histogram", [])
+        return out
+
+    dur = round(report["seconds"] * 1e9)
+    srv = cfg["servers"]
+    virq = {v["name"]: v for v in cfg["virqs"]}
+
+    def server(s: dict[str, Any]) -> dict[str, Any]:
+        name = s["name"]
+        if name.startswith("pseudo-") and name[7:] in virq:
+            v = virq[name[7:]]
+            name, cpu = f"{v['name']}.pseudo", srv[v["vcpu"]]["cpu"]
+        elif name.startswith("vcpu") and name[4:].isdigit() and int(name[4:]) < len(srv):
+            name, cpu = srv[int(name[4:])]["name"], srv[int(name[4:])]["cpu"]
+        else:
+            raise ValueError(f"VMM report: server {name!r} is not in the model")
+        return _share_metrics(name, cpu, s["kind"], s["share"])
+
+    devs = report["devices"]
+    return {
+        "path": "hypervisor", "duration_ns": dur, "window_ns": dur,
+        "cpus": [{} for _ in range(cfg["cpus"])],
+        "devices": [{"name": src["physical"], "interrupts": d["received"],
+                     "handled": d["completed"], "dropped": d["dropped"],
+                     "handling": dist(d["to_dsr_end"])}
+                    for src in report["sources"] for d in [devs[src["device"]]]],
+        "virqs": [{"name": d["name"], "arrivals": d["received"], "injected": d["injected"],
+                   "handled": d["completed"], "handling": dist(d["to_dsr_end"])}
+                  for d in devs],
+        "tasks": [{"name": t["name"], "released": t["releases"], "completed": t["completed"],
+                   "response": dist(t["response"])} for t in report["tasks"]],
+        "servers": [server(s) for s in report["servers"] or []],
     }
 
 

@@ -5,7 +5,10 @@ A run directory is what ``irqlab simulate`` writes: ``metrics.json``,
 ``trace.json`` or ``trace.pftrace`` (Perfetto protobuf, decoded by
 ``irqlab.tracefile`` for the Gantt window only) and ``config.json`` (the
 resolved configuration, for the model summary, the deadlines and the
-analysis). The page holds the model
+analysis); a real run's directory (``irqlab compare``'s ``real/``, ``irqlab
+vmm --out``) leaves out what it does not measure (a seed, an event count, a
+device's request latency...): those cells show "-", those curves are not
+drawn. The page holds the model
 summary, the analysis verdicts and bounds next to the simulated values, a
 Gantt chart of a window per CPU (threads, ISRs, servers, budget),
 response-time CDFs and histograms per task with deadline and bound lines,
@@ -150,7 +153,7 @@ def _summary(runs: Sequence[Run]) -> str:
             f"<tr><th>{_esc(r.name)}</th><td>{_esc(m['path'])}</td>"
             + _cell(len(m["cpus"]), f"{r.name}.cpus")
             + _cell(m["duration_ns"], f"{r.name}.duration_ns", _us(m["duration_ns"]) + part)
-            + _cell(m["seed"], f"{r.name}.seed") + _cell(m["events"], f"{r.name}.events")
+            + _cell(m.get("seed"), f"{r.name}.seed") + _cell(m.get("events"), f"{r.name}.events")
             + f"<td>{len(m['servers'])} servers, {len(m['tasks'])} tasks, "
             f"{len(m['devices'])} devices, {len(m['virqs'])} virtual interrupts"
             f"{'' if cfg else ' (no config.json)'}</td></tr>")
@@ -185,7 +188,7 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
         return f"<h3>{_esc(run.name)}: analysis</h3><p class='note'>{_esc(b['error'])}</p>"
     rows = []
     if b.get("path") == "hypervisor":
-        sim_srv = {s["name"]: s["response"] for s in m["servers"]}
+        sim_srv = {s["name"]: s.get("response") for s in m["servers"]}
         sim_task = {t["name"]: t["response"] for t in m["tasks"]}
         sim_virq = {v["name"]: v["handling"] for v in m["virqs"]}
         for c in b["hypervisor"]["cpus"]:
@@ -325,7 +328,7 @@ def _io_latency(runs: Sequence[Run]) -> str:
         by_class: dict[str, list[list[int]]] = defaultdict(list)
         cls_of = {d["name"]: d.get("class") for d in (r.config or {}).get("devices", [])}
         for d in r.metrics["devices"]:
-            if not d["latency"]["count"]:
+            if not (d.get("latency") or {}).get("count"):
                 continue
             c = cls_of.get(d["name"])
             label = classes[c] if isinstance(c, int) and c < len(classes) else d["name"]

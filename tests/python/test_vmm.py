@@ -7,6 +7,7 @@ cannot be used)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -120,6 +121,10 @@ def test_kvm_unavailable_gives_the_reason(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_irqlab_vmm_runs_a_hypervisor_model(tmp_path: Path,
                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """``irqlab vmm MODEL --json FILE --out DIR``: the VMM's report, and the
+    run directory whose metrics.json has the simulator's shape (only what
+    the VMM leaves out, ``VMM_LEFT_OUT``, missing), the report's counts, and
+    that ``irqlab report`` renders."""
     from irqlab.cli import main
 
     why = vmm.kvm_unavailable()
@@ -127,7 +132,8 @@ def test_irqlab_vmm_runs_a_hypervisor_model(tmp_path: Path,
         pytest.skip(f"KVM unavailable: {why}")
     model = Path(vmm.REPO / "python/irqlab/scenarios/vint-case.yaml")
     out = tmp_path / "r.json"
-    assert main(["vmm", str(model), "--seconds", "2", "--json", str(out)]) == 0
+    run = tmp_path / "run"
+    assert main(["vmm", str(model), "--seconds", "2", "--json", str(out), "--out", str(run)]) == 0
     printed = capsys.readouterr().out
     assert "vnic" in printed and "guest task mplayer" in printed
     import json
@@ -143,3 +149,46 @@ def test_irqlab_vmm_runs_a_hypervisor_model(tmp_path: Path,
     # timer, its jobs completed.
     (t,) = r["tasks"]
     assert t["name"] == "mplayer" and 0 < t["completed"] <= t["releases"]
+
+    _check_run_directory(run, r)
+
+
+def _check_run_directory(out: Path, r: dict[str, Any]) -> None:
+    """``irqlab vmm --out``'s directory against the VMM report ``r``."""
+    import json
+
+    import jsonschema
+
+    from irqlab.cli import main
+    from irqlab.compare import VMM_LEFT_OUT, vmm_metrics_schema
+    from irqlab.schemas import metrics_schema
+
+    m = json.loads((out / "metrics.json").read_text())
+    assert json.loads((out / "vmm.json").read_text()) == r
+    jsonschema.Draft202012Validator(vmm_metrics_schema()).validate(m)
+    # Only the declared fields are missing: the full schema names exactly them.
+    errors = [e.message for e in jsonschema.Draft202012Validator(metrics_schema()).iter_errors(m)]
+    left = {f for fields in VMM_LEFT_OUT.values() for f in fields}
+    assert errors and all(e.split("'")[1] in left for e in errors), errors
+    (d,), (src,), (pd,), (v,) = r["devices"], r["sources"], m["devices"], m["virqs"]
+    assert pd["name"] == src["physical"] == "nic" and v["name"] == d["name"] == "vnic"
+    assert (pd["interrupts"], pd["handled"], pd["dropped"]) == (
+        d["received"], d["completed"], d["dropped"])
+    assert (v["arrivals"], v["injected"], v["handled"]) == (
+        d["received"], d["injected"], d["completed"])
+    h = d["to_dsr_end"]
+    assert v["handling"]["count"] == h["count"] == d["completed"]
+    assert [v["handling"][f"{q}_ns"] for q in ("p50", "p99", "max")] == [
+        h["p50"], h["p99"], h["max"]]
+    assert sum(c for _, _, c in v["handling"]["histogram_ns"]) == h["count"]
+    (t,) = m["tasks"]
+    assert (t["name"], t["released"], t["completed"]) == (
+        "mplayer", r["tasks"][0]["releases"], r["tasks"][0]["completed"])
+    shares = {s["name"]: s["share_fraction"] for s in m["servers"]}
+    assert shares == {"v1": r["servers"][0]["share"], "vnic.pseudo": r["servers"][1]["share"]}
+    assert m["duration_ns"] == 2_000_000_000 and m["path"] == "hypervisor"
+    assert main(["report", str(out)]) == 0
+    page = (out / "report.html").read_text()
+    assert (f'data-key="{out.name}.virqs.vnic.handled" data-value="{d["completed"]}"'
+            in page)
+    assert "<h2>Response times</h2>" in page  # mplayer's CDF, from its histogram

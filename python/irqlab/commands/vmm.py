@@ -1,4 +1,4 @@
-"""``irqlab vmm MODEL.yaml [--seconds S] [--json FILE]``: a hypervisor model on
+"""``irqlab vmm MODEL.yaml [--seconds S] [--json FILE] [--out DIR]``: a hypervisor model on
 the real VMM (``crates/irqlab-vmm`` on /dev/kvm), the same file ``analyze``
 and ``simulate`` read.
 
@@ -10,6 +10,10 @@ run (several guests or VCPUs, more than four periodic tasks) is refused with
 the field and the reason.
 Prints, per virtual interrupt, the events and their handling time (host
 event -> end of the guest DSR, VINT Def. 2) and the servers' CPU shares.
+``--out DIR`` writes ``metrics.json`` in the simulator's shape (what the VMM
+measures; ``irqlab.compare.vmm_metrics``), ``config.json`` (the model's
+simulator configuration) and the VMM's full report ``vmm.json``: a run
+directory ``irqlab report`` renders.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seconds", type=int, default=None,
                    help="run time (default: the model's simulation.duration)")
     p.add_argument("--json", type=Path, default=None, help="write the full report here")
+    p.add_argument("--out", type=Path, default=None,
+                   help="run directory: metrics.json (the simulator's shape), config.json, "
+                   "vmm.json (the full report)")
     p.set_defaults(func=run)
 
 
@@ -71,4 +78,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"guest error: {r['error']}")
     if args.json:
         args.json.write_text(json.dumps(r, indent=2))
+    if args.out:
+        from irqlab.compare import vmm_metrics
+        from irqlab.model import load
+
+        cfg = load(args.model).sim_config
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "vmm.json").write_text(json.dumps(r, indent=1))
+        (args.out / "config.json").write_text(json.dumps(cfg, indent=1))
+        (args.out / "metrics.json").write_text(json.dumps(vmm_metrics(r, cfg), indent=1))
+        print(f"outputs: {args.out}/metrics.json, config.json, vmm.json")
     return 1 if r["error"] else 0
