@@ -197,3 +197,23 @@ def test_calibrated_tolerance_is_derived_from_the_costs() -> None:
     row = Row("task", "c", "response p50", "ns", None, 2_000_000, 2_000_000 + 210_001)
     _check_gap(row, t)
     assert row.flags and row.flags[0].endswith("> 210 us")
+
+
+def test_shipped_linux_model_compares(tmp_path: Path) -> None:
+    """The shipped linux baseline (plain SCHED_FIFO threads, the kernel's
+    softirq) runs here and is compared: the control task meets its
+    deadlines in the simulation, and in the real run unless the host
+    stalled it; the stream's datagrams all reach the reader."""
+    _fifo_or_skip()
+    c = compare("control-and-stream-linux", duration_ns=1_000_000_000, out=tmp_path)
+    assert c.real["mode"] == "linux" and c.real.get("runtime") is None
+    misses = _row(c.rows, "task", "control", "misses")
+    assert misses.bound == 0 and misses.sim == 0
+    control = next(t for t in c.real["tasks"] if t["name"] == "control")
+    resp = _row(c.rows, "task", "control", "response max")
+    assert resp.bound is not None
+    assert misses.real == 0 or (control["release_delay"]["max_ns"] or 0) > resp.bound, control
+    drops = _row(c.rows, "device", "stream", "drops")
+    assert drops.sim == 0, drops
+    sent = _row(c.rows, "device", "stream", "throughput")
+    assert sent.sim is not None and sent.real is not None and sent.real > 0
