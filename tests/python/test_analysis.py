@@ -357,6 +357,7 @@ def test_analyze_linux_fifo_by_hand(tmp_path: Path, capsys: pytest.CaptureFixtur
 SHIPPED_VERDICTS = {
     "control-and-flood": None,
     "control-and-flood-no-iovcpu": "task control: exceeds its deadline (utilization 1.0650",
+    "control-and-stream-linux": None,
     "isolation": "server ctl: it does not receive its budget within its period",
     "quest-pibs-vs-ss": None,
     "quest-table1": "server VCPU0: it does not receive its budget within its period",
