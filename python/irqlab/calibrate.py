@@ -305,9 +305,9 @@ def default_gateway(ifaces: set[str]) -> tuple[str, str] | None:
     with contextlib.suppress(OSError, ValueError):
         for line in Path("/proc/net/route").read_text().splitlines()[1:]:
             f = line.split()
-            flags = int(f[3], 16)
             # RTF_UP | RTF_GATEWAY, destination 0.0.0.0: the default route.
-            if len(f) > 3 and f[0] in ifaces and f[1] == "00000000" and flags & 0x3 == 0x3:
+            if (len(f) > 3 and f[0] in ifaces and f[1] == "00000000"
+                    and int(f[3], 16) & 0x3 == 0x3):
                 return f[0], socket.inet_ntoa(int(f[2], 16).to_bytes(4, "little"))
     return None
 
@@ -474,7 +474,8 @@ def _marker_ticks(inst: Path, text: str, tag: str) -> float | None:
 def trace_kernel(packets: int = 3000) -> dict[str, Any]:
     """The ``kernel`` part of the costs section, from ftrace while sending
     `packets` UDP datagrams on loopback and, when a NIC carries a default
-    route, making `packets` RSTs arrive on it (:func:`nic_rst_traffic`);
+    route, making up to ``min(packets, NIC_PACKETS)`` RSTs arrive on it
+    (:func:`nic_rst_traffic`);
     raises :class:`TracingUnavailable` with the reason when tracefs cannot
     be used."""
     root = tracefs_root()
