@@ -9,7 +9,7 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::{drain, raw, udp_receiver, Sender};
 use irqlab_core::{Nanos, Utilization};
@@ -269,13 +269,24 @@ fn full_budget_upcall_is_never_deferred() {
         budget: Nanos::from_ms(1),
         period: Nanos::from_ms(1),
     };
+    // the flood lasts until the handler has done 100 ms of work (5,000
+    // datagrams of 20 us CPU each), however slowly a loaded host lets the
+    // sender send, so the budget is exercised in every run (was: 500 ms of
+    // sending, which gave only 91 ms of top half at load 25)
+    let done = Arc::new(AtomicU64::new(0));
+    let counted = done.clone();
     rt.register_upcall("full", raw(&sock), full, move |_| {
-        drain(&sock, 64, Nanos::from_us(20))
+        let n = drain(&sock, 64, Nanos::from_us(20));
+        counted.fetch_add(n, Ordering::Relaxed);
+        n
     })
     .expect("upcall");
     rt.start().expect("start");
     let tx = Sender::start(to, Duration::ZERO);
-    std::thread::sleep(Duration::from_millis(500));
+    let give_up = Instant::now() + Duration::from_secs(30);
+    while done.load(Ordering::Relaxed) < 5_000 && Instant::now() < give_up {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     tx.finish();
     let r = rt.stop();
     let u = r.event("full").expect("report");
