@@ -12,7 +12,10 @@ drawn. The page holds the model
 summary, the analysis verdicts and bounds next to the simulated values, a
 Gantt chart of a window per CPU (threads, ISRs, servers, budget),
 response-time CDFs and histograms per task with deadline and bound lines,
-I/O latency per class, and CPU share over time; given several runs, the
+I/O latency per class with each read's latency bound, and CPU share over
+time (the bounds: ``model_bounds`` for quest / quest-no-iovcpu / linux
+machines, VINT Eq. 3-8 for hypervisor ones; "no bound: <reason>" where the
+analysis gives none); given several runs, the
 same tables side by side (design A vs B) and the curves overlaid.
 
 Design principles: one file, no network (images are inline PNG data
@@ -119,26 +122,48 @@ def deadline_ns(cfg: dict[str, Any] | None, task: str) -> int | None:
 
 
 def run_bounds(run: Run) -> dict[str, Any]:
-    """The analysis of the run's configuration (``irqlab.analysis.bounds``),
-    or ``{"error": why}``."""
+    """The analysis of the run's configuration, what ``irqlab analyze``
+    prints: ``irqlab.analysis.bounds`` and, for a quest / quest-no-iovcpu /
+    linux machine, ``model_bounds`` under ``"model"`` (per-task response
+    and per-read latency bounds); or ``{"error": why}``."""
     if run.config is None:
         return {"error": "no config.json in the run directory"}
-    from irqlab.analysis import bounds
+    from irqlab.analysis import bounds, model_bounds
 
     try:
-        return bounds(run.config)
+        b = bounds(run.config)
+        if b.get("path") != "hypervisor":
+            b["model"] = model_bounds(run.config)
+        return b
     except ValueError as e:
         return {"error": str(e)}
 
 
-def task_bounds(b: dict[str, Any]) -> dict[str, int]:
-    """Response-time bound per task name (ns) where the analysis gives one."""
-    out: dict[str, int] = {}
-    for c in b.get("hypervisor", {}).get("cpus", []):
-        for t in c["tasks"]:
-            if t.get("response") is not None:
-                out[t["name"]] = t["response"]
-    return out
+def _no_bound(why: str | None) -> str:
+    return "no bound: " + (why or "the analysis gives none").removeprefix("no bound: ")
+
+
+def task_bounds(b: dict[str, Any]) -> dict[str, tuple[int | None, str]]:
+    """Per task name: ``(response bound ns, its equation)`` where the
+    analysis gives one (VINT Eq. 4 for a hypervisor machine, ``model_bounds``
+    otherwise), else ``(None, "no bound: <reason>")``."""
+    tasks = [t for c in b.get("hypervisor", {}).get("cpus", []) for t in c["tasks"]]
+    tasks += b.get("model", {}).get("tasks", [])
+    eq = "VINT Eq. 4" if "hypervisor" in b else "FP RTA over the server's supply"
+    return {t["name"]: ((t["response"], t.get("equation") or eq) if t["response"] is not None
+                        else (None, _no_bound(t.get("note")))) for t in tasks}
+
+
+def read_bounds(b: dict[str, Any]) -> list[dict[str, Any]]:
+    """``model_bounds``' per-read latency bounds (``task``, ``device``,
+    ``latency`` ns or ``None`` and ``note``); empty for a hypervisor machine."""
+    return list(b.get("model", {}).get("io", []))
+
+
+def _why_none(b: dict[str, Any], what: str) -> str:
+    if "error" in b:
+        return _no_bound(f"the analysis failed: {b['error']}")
+    return _no_bound(f"the analysis does not cover this {what}")
 
 
 # ---- sections ------------------------------------------------------------------
@@ -186,7 +211,8 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
     m = run.metrics
     if "error" in b:
         return f"<h3>{_esc(run.name)}: analysis</h3><p class='note'>{_esc(b['error'])}</p>"
-    rows = []
+    rows: list[tuple[Any, ...]] = []
+    cut = ""
     if b.get("path") == "hypervisor":
         sim_srv = {s["name"]: s.get("response") for s in m["servers"]}
         sim_task = {t["name"]: t["response"] for t in m["tasks"]}
@@ -211,17 +237,45 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
             rows.append(("USB-DIFFSERV Eq. 1-2", f"{e['task']} reading {e['device']}",
                          e["latency_bound_ns"], (devs.get(e["device"]) or {}).get("max_ns"),
                          None))
+        # model_bounds: the bounds the plots draw (task response, read latency);
+        # past 4 TOP_N items, those with the most jobs / requests (the plotted ones)
+        model = b.get("model", {})
+        tb = task_bounds(b)
+        tasks = [t for t in model.get("tasks", [])
+                 if tb[t["name"]][0] is not None or t["deadline"] is not None]
+        reads = model.get("io", [])
+        if len(tasks) + len(reads) > TOP_N * 4:
+            jobs = {t["name"]: t["response"]["count"] for t in m["tasks"]}
+            done = {d["name"]: d["latency"]["count"] for d in m["devices"]}
+            tasks = sorted(tasks, key=lambda t: -jobs.get(t["name"], 0))[:TOP_N * 2]
+            reads = sorted(reads, key=lambda r: -done.get(r["device"], 0))[:TOP_N * 2]
+            cut = (f"<p class='note'>Bounds of the {TOP_N * 2} tasks with the most jobs and "
+                   f"the {TOP_N * 2} reads with the most requests shown.</p>")
+        sim_task = {t["name"]: t["response"] for t in m["tasks"]}
+        for t in tasks:
+            bd, why = tb[t["name"]]
+            rows.append((why if bd is not None else "response", t["name"], bd,
+                         (sim_task.get(t["name"]) or {}).get("max_ns"), t["schedulable"],
+                         f"task.{t['name']}", None if bd is not None else why))
+        for r in reads:
+            rows.append((r["equation"] if r["latency"] is not None else "read latency",
+                         f"{r['task']} reading {r['device']}", r["latency"],
+                         (devs.get(r["device"]) or {}).get("max_ns"), None,
+                         f"read.{r['task']}.{r['device']}",
+                         None if r["latency"] is not None else _no_bound(r["note"])))
     body = []
-    for i, (eq, item, bound, sim, ok) in enumerate(rows):
+    for i, (eq, item, bound, sim, ok, *named) in enumerate(rows):
+        key, why = named if named else (str(i), None)
         within = "-" if bound is None or sim is None else ("yes" if sim <= bound else "NO")
         verdict = "-" if ok is None else ("holds" if ok else "FAILS")
         body.append(f"<tr><td>{_esc(eq)}</td><td>{_esc(item)}</td>"
-                    + _cell(bound, f"{run.name}.bound.{i}", _us(bound) if bound else "-")
-                    + _cell(sim, f"{run.name}.simulated_max.{i}", _us(sim))
+                    + _cell(bound, f"{run.name}.bound.{key}",
+                            _us(bound) if bound else (why or "-"))
+                    + _cell(sim, f"{run.name}.simulated_max.{key}", _us(sim))
                     + f"<td>{within}</td><td>{verdict}</td></tr>")
     if not body:
         return ""
-    return (f"<h3>{_esc(run.name)}: analysis next to the simulation</h3><table><tr>"
+    return (f"<h3>{_esc(run.name)}: analysis next to the simulation</h3>{cut}<table><tr>"
             "<th>equation</th><th>item</th><th>bound</th><th>simulated max</th>"
             f"<th>within</th><th>verdict</th></tr>{''.join(body)}</table>")
 
@@ -264,14 +318,26 @@ def _side_by_side(runs: Sequence[Run], kind: str, fields: list[tuple[str, str, s
             f"{''.join(body)}</table>")
 
 
-def _cdf(ax: Any, hist: list[list[int]], label: str) -> None:
+def _cdf(ax: Any, hist: list[list[int]], label: str) -> Any:
+    """Draw the CDF of a ``histogram_ns``; returns its colour."""
     total = sum(b[2] for b in hist)
     xs, ys, acc = [hist[0][0] / 1e3], [0.0], 0
     for lo, hi, c in hist:
         acc += c
         xs += [lo / 1e3, hi / 1e3]
         ys += [ys[-1], acc / total]
-    ax.plot(xs, ys, label=label)
+    return ax.plot(xs, ys, label=label)[0].get_color()
+
+
+def _bound_line(ax: Any, ns: int, label: str, color: Any) -> None:
+    ax.axvline(ns / 1e3, color=color, ls=":", lw=1.5, label=label)
+
+
+def _drawn_bounds(ax: Any) -> str:
+    """The bound lines actually on ``ax`` as JSON ``[[label, ns], ...]`` (a
+    ``data-bounds`` attribute: tests check the plot, not what it was fed)."""
+    return _esc(json.dumps([[ln.get_label(), round(ln.get_xdata()[0] * 1e3)]
+                            for ln in ax.lines if "bound" in ln.get_label()]))
 
 
 def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
@@ -290,52 +356,87 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
         names = sorted(names, key=lambda n: -counts[n])[:TOP_N]
         note = f'<p class="note">Tasks with the most jobs: {TOP_N} shown.</p>'
     index = [{t["name"]: t for t in r.metrics["tasks"]} for r in runs]
+    tbs = [task_bounds(b) for b in bounds]
+    many = len(runs) > 1
     out = [f"<h2>Response times</h2>{note}<p>CDF and histogram per task (release to "
-           "completion); dashed: the deadline, dotted: the analysis bound.</p><div class=grid>"]
+           "completion); dashed: the deadline, dotted: the analysis's response bound "
+           "(the Analysis table's bound), in the colour of its run.</p><div class=grid>"]
     for n in names:
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(8, 2.6))
-        for r, by_name in zip(runs, index, strict=True):
+        caption = []
+        for r, by_name, tb, b in zip(runs, index, tbs, bounds, strict=True):
             t = by_name.get(n)
             if t is None or not t["response"]["count"]:
                 continue
             h = t["response"]["histogram_ns"]
-            _cdf(a1, h, r.name)
+            color = _cdf(a1, h, r.name)
             a2.bar([(lo + hi) / 2e3 for lo, hi, _ in h], [c for _, _, c in h],
                    width=[max((hi - lo) / 1e3, 1e-3) for lo, hi, _ in h], alpha=0.6,
-                   label=r.name)
-        dl = deadline_ns(runs[0].config, n)
-        bd = next((b[n] for b in map(task_bounds, bounds) if n in b), None)
+                   label=r.name, color=color)
+            bd, why = tb.get(n, (None, _why_none(b, "task")))
+            who = f"{r.name}: " if many else ""
+            if bd is not None:
+                for ax in (a1, a2):
+                    _bound_line(ax, bd, f"{who}bound", color)
+                caption.append(f"{who}bound {_us(bd)} ({why})")
+            else:
+                caption.append(who + why)
+        dl = next((d for r in runs if (d := deadline_ns(r.config, n))), None)
         for ax in (a1, a2):
             if dl:
                 ax.axvline(dl / 1e3, color="red", ls="--", lw=1, label="deadline")
-            if bd:
-                ax.axvline(bd / 1e3, color="black", ls=":", lw=1, label="bound")
             ax.set_xlabel("response (us)")
         a1.set_ylabel("fraction of jobs")
         a2.set_ylabel("jobs")
         a1.set_title(n, fontsize=9)
         a1.legend(fontsize=7)
         fig.tight_layout()
-        out.append(_png(fig))
+        drawn = _drawn_bounds(a1)
+        out.append(f'<figure class="response" data-task="{_esc(n)}" data-bounds="{drawn}">'
+                   f"{_png(fig)}<figcaption class='note'>{_esc('; '.join(caption))}"
+                   "</figcaption></figure>")
     return "".join(out) + "</div>"
 
 
-def _io_latency(runs: Sequence[Run]) -> str:
+def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(8, 3))
     drawn = 0
-    for r in runs:
+    captions: list[str] = []
+    many = len(runs) > 1
+    for r, b in zip(runs, bounds, strict=True):
         classes = [c["name"] for c in (r.config or {}).get("classes", [])]
         by_class: dict[str, list[list[int]]] = defaultdict(list)
         cls_of = {d["name"]: d.get("class") for d in (r.config or {}).get("devices", [])}
+
+        def label_of(dev: str, classes: list[str] = classes,
+                     cls_of: dict[str, Any] = cls_of) -> str:
+            c = cls_of.get(dev)
+            return classes[c] if isinstance(c, int) and c < len(classes) else dev
+
         for d in r.metrics["devices"]:
             if not (d.get("latency") or {}).get("count"):
                 continue
-            c = cls_of.get(d["name"])
-            label = classes[c] if isinstance(c, int) and c < len(classes) else d["name"]
-            by_class[label] += d["latency"]["histogram_ns"]
+            by_class[label_of(d["name"])] += d["latency"]["histogram_ns"]
+        colors = {}
         for label, hist in list(by_class.items())[:TOP_N]:
-            _cdf(ax, sorted(hist), f"{r.name}: {label}" if len(runs) > 1 else label)
+            colors[label] = _cdf(ax, sorted(hist), f"{r.name}: {label}" if many else label)
             drawn += 1
+        # model_bounds' per-read latency bounds, in the colour of the read's class
+        who = f"{r.name}: " if many else ""
+        reads = read_bounds(b)
+        if not reads and r.metrics["devices"]:
+            captions.append(who + _why_none(b, "machine's reads"))
+        lines = 0
+        for e in reads:
+            what = f"read {e['task']} <- {e['device']}"
+            if e["latency"] is None:
+                captions.append(f"{who}{what}: {_no_bound(e['note'])}")
+                continue
+            captions.append(f"{who}{what}: bound {_us(e['latency'])}")
+            color = colors.get(label_of(e["device"]))
+            if color is not None and lines < TOP_N:
+                _bound_line(ax, e["latency"], f"{who}bound {what}", color)
+                lines += 1
     if not drawn:
         plt.close(fig)
         return ""
@@ -344,8 +445,16 @@ def _io_latency(runs: Sequence[Run]) -> str:
     ax.set_xscale("log")
     ax.legend(fontsize=7)
     fig.tight_layout()
+    cut = ""
+    if len(captions) > TOP_N * 4:
+        cut = f"<li>... and {len(captions) - TOP_N * 4} more reads</li>"
+    items = "".join(f"<li>{_esc(c)}</li>" for c in captions[:TOP_N * 4])
     return ("<h2>I/O latency per class</h2><p>Request submission (or arrival) to return "
-            "to the task, all devices of a class together.</p>" + _png(fig))
+            "to the task, all devices of a class together; dotted: the analysis's latency "
+            "bound of each read of a device of the class (the Analysis table's bound), in "
+            "the class's colour.</p>"
+            f'<figure class="io-latency" data-bounds="{_drawn_bounds(ax)}">'
+            f"{_png(fig)}<figcaption class='note'><ul>{items}{cut}</ul></figcaption></figure>")
 
 
 def _share(runs: Sequence[Run]) -> str:
@@ -493,7 +602,7 @@ def render(runs: Sequence[Run], *, window: tuple[int, int] | None = None) -> str
              _side_by_side(runs, "virqs", VIRQ_FIELDS) if any(
                  r.metrics["virqs"] for r in runs) else "",
              "<h2>Schedule</h2>", *(_gantt(r, window) for r in runs),
-             _responses(runs, bounds), _io_latency(runs), _share(runs),
+             _responses(runs, bounds), _io_latency(runs, bounds), _share(runs),
              "</body></html>"]
     return "\n".join(p for p in parts if p)
 

@@ -125,6 +125,8 @@ def test_large_model_report_is_bounded(tmp_path: Path) -> None:
     text = page.read_text()
     assert f"Showing the top 12 of {n}" in text and f"Busiest 12 of {n} servers" in text
     assert "Tasks with the most jobs: 12 shown" in text
+    assert "Bounds of the 24 tasks with the most jobs" in text
+    assert text.count(".bound.task.") <= 2 * 24
     assert text.count("<img") <= 20
 
 
@@ -133,3 +135,80 @@ def test_report_cli_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert "no metrics.json" in capsys.readouterr().err
     assert main(["report", str(tmp_path), "--window", "5ms"]) == 2
     assert "--window: '5ms': write START:END" in capsys.readouterr().err
+
+
+class Figures(HTMLParser):
+    """Every ``<figure>`` of the page: its attributes and caption text."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.figures: list[dict[str, Any]] = []
+        self.caption: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "figure":
+            self.figures.append({**dict(attrs), "caption": ""})
+        elif tag == "figcaption":
+            self.caption = []
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "figcaption" and self.caption is not None:
+            self.figures[-1]["caption"] = " ".join(self.caption)
+            self.caption = None
+
+    def handle_data(self, data: str) -> None:
+        if self.caption is not None:
+            self.caption.append(data)
+
+
+def test_quest_bounds_drawn_on_the_plots(tmp_path: Path) -> None:
+    """For quest models the report draws model_bounds (what `irqlab analyze`
+    prints) on the plots: each bounded task's response bound on its CDF and
+    histogram, each bounded read's latency bound on the I/O latency plot,
+    equal to the Analysis table's bound; plots without a bound say why."""
+    from irqlab.analysis import model_bounds
+    from irqlab.model import load, scenario_path
+
+    runs = {"cf": "control-and-flood", "mc": "usb-mode-change"}
+    expect: dict[str, dict[str, Any]] = {}
+    for name, scenario in runs.items():
+        m = load(scenario_path(scenario))
+        m.simulate(duration_ns=300_000_000).write(tmp_path / name)
+        expect[name] = model_bounds(m.sim_config)
+    text = write_report([tmp_path / n for n in runs], tmp_path / "r.html").read_text()
+    cells, figs = Cells(), Figures()
+    cells.feed(text)
+    figs.feed(text)
+    resp = {f["data-task"]: f for f in figs.figures if f.get("class") == "response"}
+    (io,) = [f for f in figs.figures if f.get("class") == "io-latency"]
+    io_lines = {label: ns for label, ns in json.loads(io["data-bounds"])}
+    bounded_tasks = bounded_reads = 0
+    for name, b in expect.items():
+        metrics = json.loads((tmp_path / name / "metrics.json").read_text())
+        done = {t["name"] for t in metrics["tasks"] if t["response"]["count"]}
+        for t in b["tasks"]:
+            if t["name"] not in done:
+                continue
+            fig = resp[t["name"]]
+            lines = dict(json.loads(fig["data-bounds"]))
+            if t["response"] is None:
+                assert f"{name}: bound" not in lines
+                assert f"no bound: {t['note'].removeprefix('no bound: ')}" in fig["caption"]
+                continue
+            assert lines[f"{name}: bound"] == t["response"], t["name"]
+            assert cells.cells[f"{name}.bound.task.{t['name']}"] == json.dumps(t["response"])
+            bounded_tasks += 1
+        handled = {d["name"] for d in metrics["devices"] if d["latency"]["count"]}
+        for r in b["io"]:
+            label = f"{name}: bound read {r['task']} <- {r['device']}"
+            key = f"{name}.bound.read.{r['task']}.{r['device']}"
+            if r["latency"] is None:
+                assert label not in io_lines and cells.cells[key] == ""
+                assert f"{r['device']}: no bound: {r['note']}" in io["caption"]
+                continue
+            assert cells.cells[key] == json.dumps(r["latency"])
+            if r["device"] in handled:
+                assert io_lines[label] == r["latency"]
+                bounded_reads += 1
+    # the scenarios exercise both: a bounded quest task and bounded reads
+    assert bounded_tasks >= 1 and bounded_reads >= 2
