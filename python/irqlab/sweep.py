@@ -19,6 +19,10 @@ Design principles:
   there, and Ctrl-C keeps them (exit 130).
 * Points travel in chunks so per-task overhead stays small at 10^5-10^7
   points; the grid is expanded lazily, never held as configurations.
+* Memory does not grow with the rows: each finished row goes straight to
+  ``points.jsonl``; the sweep keeps only its byte offset (8 bytes a point),
+  and the Parquet and CSV tables are written from the log a batch at a time
+  (Parquet row groups, CSV appends), equal to the table built in one piece.
 * ``mode: vint`` sweeps the VINT Table II generator instead of a model
   (VINT Figures 4-9): the grid's ``vint`` mapping holds ``sets`` per point
   and the generator's parameters, ``vary`` names parameters, and each
@@ -562,15 +566,27 @@ class Progress:
 
 @dataclass
 class SweepResult:
-    """What :func:`run_sweep` did: the output files, the rows (sorted by
-    grid index), how many points ran now and how many were reused, and
-    whether Ctrl-C stopped it."""
+    """What :func:`run_sweep` did: the output files, how many points the
+    tables hold (``points``; ``errors`` of them invalid), how many ran now
+    and how many were reused, and whether Ctrl-C stopped it. ``rows`` reads
+    the rows back from ``points.jsonl`` (sorted by grid index) only when
+    asked, so a sweep's memory does not grow with its points."""
 
-    rows: list[dict[str, Any]]
     computed: int
     reused: int
     interrupted: bool
     files: list[Path]
+    points: int = 0
+    errors: int = 0
+    log: Path | None = None
+    offsets: Any = None  # numpy int64: byte offset in ``log`` of each table row
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row of the table (grid order), read from ``points.jsonl``."""
+        if self.log is None or self.offsets is None:
+            return []
+        return [r for batch in _row_batches(self.log, self.offsets, 1 << 16) for r in batch]
 
     def to_pandas(self) -> Any:
         """The rows as a DataFrame (the columns of ``results.parquet``;
@@ -581,17 +597,65 @@ class SweepResult:
         return _pandas().DataFrame.from_records(self.rows)
 
 
-def _read_done(path: Path) -> dict[str, dict[str, Any]]:
-    done: dict[str, dict[str, Any]] = {}
-    if not path.exists():
-        return done
-    for line in path.read_text().splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut short by a kill: that point runs again
-        done[row["point"]] = row
-    return done
+# Rows per Parquet row group / CSV append when the tables are written.
+BATCH = 4096
+# A line of points.jsonl as run_sweep writes it starts with its point key.
+_LINE_KEY = re.compile(rb'^\{"index": -?\d+, "point": "([0-9a-f]+)"')
+
+
+def _key_int(key: str | bytes) -> int:
+    """The first 64 bits of a point key (hex), for compact lookups."""
+    return int(key[:16], 16)
+
+
+def _scan_log(path: Path) -> tuple[Any, Any]:
+    """``(keys, offsets)``: the 64-bit key prefix and byte offset of every
+    complete line of ``points.jsonl``, sorted by key, the last line of a key
+    winning. 16 bytes per finished point, never the rows themselves."""
+    from array import array
+
+    import numpy as np
+
+    keys, offs = array("Q"), array("q")  # 8 bytes each, not Python ints
+    if path.exists():
+        with path.open("rb") as f:
+            off = 0
+            for line in f:
+                m = _LINE_KEY.match(line) if line.endswith(b"\n") else None
+                key: str | bytes | None = m.group(1) if m else None
+                if key is None:
+                    try:  # a line written another way, or cut short by a kill
+                        key = json.loads(line)["point"]
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        key = None  # cut short: that point runs again
+                if key is not None:
+                    keys.append(_key_int(key))
+                    offs.append(off)
+                off += len(line)
+    k = np.frombuffer(keys, dtype=np.uint64)
+    o = np.frombuffer(offs, dtype=np.int64)
+    order = np.argsort(k, kind="stable")
+    k, o = k[order], o[order]
+    last = np.ones(len(k), dtype=bool)
+    last[:-1] = k[1:] != k[:-1]
+    return k[last], o[last]
+
+
+def _row_batches(log: Path, offsets: Any, batch: int) -> Iterator[list[dict[str, Any]]]:
+    """The rows at ``offsets`` (grid order; -1: no row), ``batch`` at a
+    time, with ``index`` set to their place in the grid."""
+    import numpy as np
+
+    idx = np.flatnonzero(offsets >= 0)
+    with log.open("rb") as f:
+        for s in range(0, len(idx), batch):
+            rows = []
+            for i in idx[s:s + batch]:
+                f.seek(int(offsets[i]))
+                row = json.loads(f.readline())
+                row["index"] = int(i)
+                rows.append(row)
+            yield rows
 
 
 def _chunks(items: Iterable[tuple[int, str, dict[str, Any]]], size: int) -> Iterator[Chunk]:
@@ -601,61 +665,109 @@ def _chunks(items: Iterable[tuple[int, str, dict[str, Any]]], size: int) -> Iter
         yield chunk
 
 
-def write_tables(rows: list[dict[str, Any]], out: Path) -> list[Path]:
-    """``results.parquet`` and ``results.csv`` (pyarrow) from the rows."""
+def _cell(v: Any) -> Any:
+    # a varied value that is itself a list (a VINT range [lo, hi]) is one
+    # cell: its JSON text
+    return json.dumps(v) if isinstance(v, list | dict) else v
+
+
+def write_tables(batches: Callable[[], Iterable[list[dict[str, Any]]]],
+                 out: Path) -> list[Path]:
+    """``results.parquet`` and ``results.csv`` (pyarrow) from the rows,
+    ``batches()`` giving them in table order a batch at a time (called
+    twice: once for the columns and their types, once to write). Columns in
+    order of first appearance; each batch is a Parquet row group and a CSV
+    append, so memory is one batch whatever the sweep's size, and the table
+    equals the one written in one piece."""
     try:
         import pyarrow as pa
         import pyarrow.csv as pacsv
         import pyarrow.parquet as pq
     except ImportError:
         raise ImportError("sweep tables need pyarrow: pip install pyarrow") from None
-    cols: dict[str, None] = {}
-    for r in rows:
-        cols |= dict.fromkeys(r)
-    # a varied value that is itself a list (a VINT range [lo, hi]) is one
-    # cell: its JSON text
-    def cell(v: Any) -> Any:
-        return json.dumps(v) if isinstance(v, list | dict) else v
 
-    table = pa.Table.from_pylist([{c: cell(r.get(c)) for c in cols} for r in rows])
+    def table(rows: list[dict[str, Any]], schema: Any = None) -> Any:
+        cols: dict[str, None] = {}
+        for r in rows:
+            cols |= dict.fromkeys(r)
+        names = schema.names if schema is not None else cols
+        return pa.Table.from_pylist([{c: _cell(r.get(c)) for c in names} for r in rows],
+                                    schema=schema)
+
+    schema = None
+    for rows in batches():
+        sc = table(rows).schema
+        schema = sc if schema is None else pa.unify_schemas([schema, sc],
+                                                             promote_options="permissive")
     files = [out / "results.parquet", out / "results.csv"]
-    pq.write_table(table, files[0])
-    pacsv.write_csv(table, files[1])
+    if schema is None:
+        return []
+    tmp = [f.with_name(f.name + ".part") for f in files]
+    with pq.ParquetWriter(tmp[0], schema) as pw, pacsv.CSVWriter(tmp[1], schema) as cw:
+        for rows in batches():
+            t = table(rows, schema)
+            pw.write_table(t)
+            cw.write_table(t)
+    for t, f in zip(tmp, files, strict=True):
+        os.replace(t, f)
     return files
 
 
 def run_sweep(grid: Grid, out: Path | str, *, backend: LocalBackend | DaskBackend | None = None,
               progress: bool = False, chunk: int | None = None,
-              on_chunk: Callable[[int], None] | None = None) -> SweepResult:
+              on_chunk: Callable[[int], None] | None = None,
+              batch: int = BATCH) -> SweepResult:
     """Run every point of ``grid`` not already in ``out/points.jsonl``;
     write ``results.parquet`` and ``results.csv`` (one row per point, sorted
-    by grid index). Ctrl-C stops it keeping the finished points
-    (``interrupted``). ``on_chunk`` is called with the number of rows of
-    each chunk as it lands."""
+    by grid index), ``batch`` rows at a time. Ctrl-C stops it keeping the
+    finished points (``interrupted``). ``on_chunk`` is called with the
+    number of rows of each chunk as it lands.
+
+    Memory does not hold the rows: each finished row goes to
+    ``points.jsonl`` as it lands, and the sweep keeps the byte offset of
+    each point's row (8 bytes a point; 16 more a logged point while the log
+    is scanned for resuming), then writes the tables a batch at a time."""
+    import numpy as np
+
+    if batch < 1:
+        raise ValueError(f"batch: {batch} must be positive")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     log = out / "points.jsonl"
-    done = _read_done(log)
+    keys, offs = _scan_log(log)
     bh = grid.base_hash()
-    # Two lazy passes over the grid (never all points in memory but the
-    # finished rows): count what is already done, then feed the rest.
-    reused = sum(1 for p in grid.points() if point_key(bh, p) in done) if done else 0
+    where = np.full(grid.size, -1, dtype=np.int64)  # row offset in the log per grid index
+    # Two lazy passes over the grid (never all points in memory): find what
+    # is already done, then feed the rest.
+    if len(keys):
+        with log.open("rb") as f:
+            for i, p in enumerate(grid.points()):
+                k = point_key(bh, p)
+                j = int(np.searchsorted(keys, np.uint64(_key_int(k))))
+                if j < len(keys) and int(keys[j]) == _key_int(k):
+                    f.seek(int(offs[j]))  # the whole key, not only its prefix
+                    m = _LINE_KEY.match(f.read(80))
+                    if m is None or m.group(1).decode() == k:
+                        where[i] = offs[j]
+    del keys, offs
+    reused = int((where >= 0).sum())
     left = grid.size - reused
-    todo = ((i, k, p) for i, p in enumerate(grid.points())
-            if (k := point_key(bh, p)) not in done)
+    todo = ((i, point_key(bh, p), p) for i, p in enumerate(grid.points()) if where[i] < 0)
     size = chunk or grid.chunk or max(1, min(256, left // (8 * (os.cpu_count() or 1))))
     bar = Progress(left, progress)
     backend = backend or LocalBackend()
     interrupted = False
     computed = 0
     try:
-        with log.open("a") as f:
+        with log.open("ab") as f:
+            if f.tell() and _last_byte(log) != b"\n":
+                f.write(b"\n")  # end a line cut short by a kill
             for rows in backend.run(grid, _chunks(todo, size)):
                 for r in rows:
+                    where[r["index"]] = f.tell()
                     # keys in row order: a resumed sweep's table has the
                     # columns of an uninterrupted one
-                    f.write(json.dumps(r) + "\n")
-                    done[r["point"]] = r
+                    f.write(json.dumps(r).encode() + b"\n")
                 f.flush()
                 computed += len(rows)
                 bar.update(len(rows))
@@ -664,7 +776,21 @@ def run_sweep(grid: Grid, out: Path | str, *, backend: LocalBackend | DaskBacken
     except KeyboardInterrupt:
         interrupted = True
     bar.close()
-    wanted = {point_key(bh, p) for p in grid.points()}
-    rows = sorted((r for k, r in done.items() if k in wanted), key=lambda r: r["index"])
-    files = [log, *write_tables(rows, out)] if rows else [log]
-    return SweepResult(rows, computed, reused, interrupted, files)
+    errors = 0
+
+    def batches() -> Iterator[list[dict[str, Any]]]:
+        nonlocal errors
+        errors = 0
+        for rows in _row_batches(log, where, batch):
+            errors += sum(1 for r in rows if r.get("error"))
+            yield rows
+
+    files = [log, *write_tables(batches, out)]
+    return SweepResult(computed, reused, interrupted, files, int((where >= 0).sum()), errors,
+                       log, where)
+
+
+def _last_byte(path: Path) -> bytes:
+    with path.open("rb") as f:
+        f.seek(-1, os.SEEK_END)
+        return f.read(1)

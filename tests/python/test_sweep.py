@@ -216,3 +216,41 @@ def test_vint_grid_errors() -> None:
         grid_from_dict({"model": "vint-analysis", "vint": {"sets": 1}})
     with pytest.raises(ValueError, match="first point: vint: .*unknown key"):
         grid_from_dict({"mode": "vint", "vint": {"sets": 5, "bogus": 1}})
+
+
+def test_tables_written_in_batches_equal_one_batch(tmp_path: Path) -> None:
+    """The tables are written a batch at a time (Parquet row groups, CSV
+    appends) from points.jsonl; whatever the batch, they equal the table
+    built in one piece from every row (columns in order of first appearance,
+    types over all rows), even when a batch holds only invalid points
+    (without the recorded columns); a resume rewrites them, computing
+    nothing."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    # 20ms exceeds high's period: points 40-79 are invalid, rows 40-59 a whole batch
+    budgets = ["500us", "20ms", *(f"{b}us" for b in range(1000, 5000, 500))]
+    grid = grid_from_dict({"model": "usb-priority-inversion", "mode": "analyze",
+                           "vary": {"vcpus[high].budget": budgets}, "seeds": 40})
+    assert grid.size == 400
+    one = run_sweep(grid, tmp_path / "one", backend=LocalBackend(2), batch=10**6)
+    many = run_sweep(grid, tmp_path / "many", backend=LocalBackend(2), batch=20)
+    assert one.computed == many.computed == 400 and one.errors == many.errors == 40
+    rows = one.rows
+    assert [r["index"] for r in rows] == list(range(400))
+    assert [i for i, r in enumerate(rows) if r["error"]] == list(range(40, 80))
+    meta = [pq.ParquetFile(tmp_path / d / "results.parquet").metadata for d in ("one", "many")]
+    assert meta[0].num_row_groups == 1 and meta[1].num_row_groups == 20
+    tables = [pq.read_table(tmp_path / d / "results.parquet") for d in ("one", "many")]
+    assert tables[1].equals(tables[0])
+    assert (tmp_path / "many" / "results.csv").read_text() == \
+        (tmp_path / "one" / "results.csv").read_text()
+    # the table built in one piece from all the rows, as before batching
+    cols: dict[str, None] = {}
+    for r in rows:
+        cols |= dict.fromkeys(r)
+    whole = pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows])
+    assert tables[0].equals(whole) and len(cols) > 10
+    assert tables[0].column_names[:4] == ["index", "point", "vcpus[high].budget", "seed"]
+    again = run_sweep(grid, tmp_path / "many", backend=LocalBackend(2), batch=50)
+    assert again.computed == 0 and again.reused == 400
+    assert pq.read_table(tmp_path / "many" / "results.parquet").equals(whole)

@@ -52,9 +52,8 @@ def run(args: argparse.Namespace) -> int:
           + " x ".join([f"{len(v)} {k}" for k, v in grid.vary.items()] +
                        [f"{len(grid.seeds)} seeds"]) + ")")
     r = run_sweep(grid, args.out, backend=backend, progress=progress, chunk=args.chunk)
-    errors = sum(1 for row in r.rows if row.get("error"))
-    print(f"{len(r.rows)} of {grid.size} points done: {r.computed} computed now, {r.reused} "
-          f"reused" + (f", {errors} invalid (see the error column)" if errors else ""))
+    print(f"{r.points} of {grid.size} points done: {r.computed} computed now, {r.reused} "
+          f"reused" + (f", {r.errors} invalid (see the error column)" if r.errors else ""))
     for f in r.files:
         print(f"  {f}")
     if r.interrupted:
