@@ -299,6 +299,9 @@ fn random_priorities(n: usize, seed: u64) -> PyResult<Vec<u32>> {
     ))
 }
 
+/// Named integer fields per item, one dict per item.
+type Rows<'a> = Vec<Vec<(&'a str, u64)>>;
+
 /// System `index` of a VINT sweep with `seed` (`TableII::system`): per
 /// PCPU a dict of `vcpus`, `tasks`, `phys` and `virt` lists (times in ns).
 #[pyfunction]
@@ -316,7 +319,7 @@ fn vint_table2<'py>(
         )));
     }
     let p = table2(params)?;
-    let rows = |items: Vec<Vec<(&str, u64)>>| -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let rows = |items: Rows| -> PyResult<Vec<Bound<'py, PyDict>>> {
         items
             .into_iter()
             .map(|fields| {
@@ -331,73 +334,70 @@ fn vint_table2<'py>(
     p.system(pcpus, seed, index)
         .into_iter()
         .map(|c| {
-            let d = PyDict::new(py);
-            d.set_item(
-                "vcpus",
-                rows(
+            let lists: [(&str, Rows); 4] = [
+                (
+                    "vcpus",
                     c.vcpus
                         .iter()
                         .map(|v| {
                             vec![
                                 ("budget", v.budget),
                                 ("period", v.period),
-                                ("priority", v.prio as u64),
+                                ("priority", v.prio.into()),
                             ]
                         })
                         .collect(),
-                )?,
-            )?;
-            d.set_item(
-                "tasks",
-                rows(
+                ),
+                (
+                    "tasks",
                     c.tasks
                         .iter()
                         .map(|t| {
                             vec![
                                 ("C", t.wcet),
                                 ("T", t.period),
-                                ("priority", t.prio as u64),
+                                ("priority", t.prio.into()),
                                 ("vcpu", t.vcpu as u64),
                             ]
                         })
                         .collect(),
-                )?,
-            )?;
-            d.set_item(
-                "phys",
-                rows(
+                ),
+                (
+                    "phys",
                     c.phys
                         .iter()
                         .map(|q| {
                             vec![
                                 ("C", q.wcet),
                                 ("T", q.period),
-                                ("priority", q.prio as u64),
+                                ("priority", q.prio.into()),
                                 ("J", q.jitter),
                             ]
                         })
                         .collect(),
-                )?,
-            )?;
-            d.set_item(
-                "virt",
-                rows(
+                ),
+                (
+                    "virt",
                     c.virt
                         .iter()
                         .map(|v| {
                             vec![
                                 ("isr", v.isr),
                                 ("dsr", v.dsr),
-                                ("dsr_priority", v.dsr_prio as u64),
+                                ("dsr_priority", v.dsr_prio.into()),
                                 ("T", v.period),
-                                ("priority", v.prio as u64),
+                                ("priority", v.prio.into()),
                                 ("vcpu", v.vcpu as u64),
                                 ("phys", v.phys as u64),
                             ]
                         })
                         .collect(),
-                )?,
-            )?;
+                ),
+            ];
+            let d = PyDict::new(py);
+            for (key, items) in lists {
+                d.set_item(key, rows(items)?)?;
+            }
             Ok(d)
         })
         .collect()
