@@ -57,6 +57,8 @@ pub(crate) struct Slot {
     /// The program's number for the fd.
     pub fd: RawFd,
     pub target: Target,
+    /// The device's top-half cost, spun by the top half per ready report.
+    pub top_half: Nanos,
     /// Identity for the fallback comparison (no kcmp).
     id: Option<FileId>,
     retired: AtomicBool,
@@ -82,11 +84,17 @@ pub(crate) enum Gone {
 }
 
 impl Slot {
-    pub fn new(fd: RawFd, target: Target, handler: Handler) -> Result<Slot, RtError> {
+    pub fn new(
+        fd: RawFd,
+        target: Target,
+        top_half: Nanos,
+        handler: Handler,
+    ) -> Result<Slot, RtError> {
         let anchor = sys::dup(fd)?;
         Ok(Slot {
             fd,
             target,
+            top_half,
             id: sys::file_id(fd),
             retired: AtomicBool::new(false),
             inner: Mutex::new(SlotInner {

@@ -5,7 +5,11 @@
 //!   every bound file descriptor (epoll, or io_uring poll requests, see
 //!   `waiter`), one-shot: a ready fd is
 //!   disarmed (the "interrupt is masked") until its handler has run;
-//! * it time-stamps the event and, for an fd bound to an **I/O class**
+//! * it time-stamps the event, spends the fd's **top-half cost** (the
+//!   device's interrupt handler the model states, `BindOptions::top_half`:
+//!   CPU time spun on the thread's own clock for each ready report, on top
+//!   of the runtime's own per-event work), and, for an fd bound to an
+//!   **I/O class**
 //!   (`bind_fd`, the `usb_set_iovcpu` of USB-DIFFSERV), queues a bottom-half
 //!   job on that class's I/O VCPU thread and wakes it through the core,
 //!   passing the period of the Main VCPU the class serves so a PIBS I/O
@@ -56,6 +60,44 @@ const WAKE_KEY: u64 = u64::MAX - 1;
 const TIMER_KEY: u64 = u64::MAX - 2;
 /// Panic messages kept per class or upcall.
 const PANIC_MESSAGES: usize = 8;
+
+/// The smallest non-zero top-half cost user space can spend faithfully.
+/// The cost is spun on the thread's CPU clock (`sys::spin_cpu`), whose
+/// every read is a system call here (no vDSO for CPU-time clocks): about
+/// 0.55 us per read on this VM (0.1-0.3 us on bare metal), and the clock
+/// advances in steps of about one read. A spin of `c` therefore spends `c`
+/// plus up to one read past it; below 1 us (about two reads on this VM)
+/// that overshoot is more than half the cost, and below one read the
+/// cost cannot be expressed at all. Such costs are refused, not rounded.
+pub const MIN_TOP_HALF: Nanos = Nanos(1_000);
+
+/// How an fd is bound beyond its class ([`Runtime::bind_fd_with`]).
+#[derive(Copy, Clone, Debug, Default)]
+pub struct BindOptions {
+    /// The Main VCPU waiting on the fd (as [`Runtime::bind_fd_for`]).
+    pub waiter: Option<ServerHandle>,
+    /// The device's top-half cost (a model's `top_half` / `isr`): CPU time
+    /// the top half spins for each ready report of this fd, before it
+    /// queues the bottom half, in addition to the runtime's own per-event
+    /// work. Zero, or at least [`MIN_TOP_HALF`].
+    pub top_half: Nanos,
+}
+
+/// Refuse a top-half cost user space cannot spend (see [`MIN_TOP_HALF`]).
+pub fn check_top_half(field: impl Into<String>, cost: Nanos) -> Result<(), RtError> {
+    if !cost.is_zero() && cost < MIN_TOP_HALF {
+        return Err(RtError::config(
+            field,
+            cost,
+            format!(
+                "a top-half cost is spun on the thread's CPU clock, whose every read costs \
+                 about 0.5 us on this machine: a cost below {MIN_TOP_HALF} cannot be spent \
+                 faithfully from user space (use 0, or at least {MIN_TOP_HALF})"
+            ),
+        ));
+    }
+    Ok(())
+}
 
 /// How the top half waits for events.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -223,8 +265,14 @@ impl IoShared {
     }
 
     /// Bind `fd` to `target` with `handler`: a new slot; returns its key.
-    fn add_slot(&self, fd: RawFd, target: Target, handler: Handler) -> Result<usize, RtError> {
-        let slot = Arc::new(Slot::new(fd, target, handler)?);
+    fn add_slot(
+        &self,
+        fd: RawFd,
+        target: Target,
+        top_half: Nanos,
+        handler: Handler,
+    ) -> Result<usize, RtError> {
+        let slot = Arc::new(Slot::new(fd, target, top_half, handler)?);
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         slots.push(slot);
         Ok(slots.len() - 1)
@@ -385,7 +433,7 @@ impl Runtime {
     where
         F: FnMut(&mut Event) -> u64 + Send + 'static,
     {
-        self.bind(fd, class, None, Box::new(handler))
+        self.bind_fd_with(fd, class, BindOptions::default(), handler)
     }
 
     /// Like [`Runtime::bind_fd`], with the Main VCPU waiting on this fd
@@ -402,19 +450,33 @@ impl Runtime {
     where
         F: FnMut(&mut Event) -> u64 + Send + 'static,
     {
-        let p = waiter
-            .period
-            .ok_or_else(|| RtError::config("waiter", waiter.id.0, "a Main VCPU with a period"))?;
-        self.bind(fd, class, Some(p), Box::new(handler))
+        let opts = BindOptions {
+            waiter: Some(waiter),
+            ..BindOptions::default()
+        };
+        self.bind_fd_with(fd, class, opts, handler)
     }
 
-    fn bind(
+    /// [`Runtime::bind_fd`] with options: the waiting Main VCPU (as
+    /// [`Runtime::bind_fd_for`]) and the device's top-half cost.
+    pub fn bind_fd_with<F>(
         &mut self,
         fd: RawFd,
         class: IoClass,
-        inherit: Option<Nanos>,
-        handler: Handler,
-    ) -> Result<(), RtError> {
+        opts: BindOptions,
+        handler: F,
+    ) -> Result<(), RtError>
+    where
+        F: FnMut(&mut Event) -> u64 + Send + 'static,
+    {
+        let inherit =
+            match opts.waiter {
+                Some(w) => Some(w.period.ok_or_else(|| {
+                    RtError::config("waiter", w.id.0, "a Main VCPU with a period")
+                })?),
+                None => None,
+            };
+        check_top_half("top_half", opts.top_half)?;
         self.check_fd(fd)?;
         if !self.io_pending.classes.contains(&class) {
             return Err(RtError::config(
@@ -437,7 +499,9 @@ impl Runtime {
             index: class.index,
             inherit,
         };
-        self.shared.io.add_slot(fd, target, handler)?;
+        self.shared
+            .io
+            .add_slot(fd, target, opts.top_half, Box::new(handler))?;
         self.shared.cpus[class.cpu].lock().classes[class.index]
             .fds
             .push(fd);
@@ -456,6 +520,25 @@ impl Runtime {
     where
         F: FnMut(&mut Event) -> u64 + Send + 'static,
     {
+        self.register_upcall_with(name, fd, budget, Nanos::ZERO, handler)
+    }
+
+    /// [`Runtime::register_upcall`] with the device's top-half cost
+    /// (`BindOptions::top_half`), spent by the top half for each ready
+    /// report before the upcall runs; it is the device's, not the upcall's,
+    /// so it is not charged to the upcall's budget.
+    pub fn register_upcall_with<F>(
+        &mut self,
+        name: &str,
+        fd: RawFd,
+        budget: UpcallBudget,
+        top_half: Nanos,
+        handler: F,
+    ) -> Result<(), RtError>
+    where
+        F: FnMut(&mut Event) -> u64 + Send + 'static,
+    {
+        check_top_half(format!("upcall[{name}].top_half"), top_half)?;
         self.check_fd(fd)?;
         let server = crate::sporadic(
             format!("upcall[{name}].budget"),
@@ -467,7 +550,7 @@ impl Runtime {
         let slot = self
             .shared
             .io
-            .add_slot(fd, Target::Upcall(i), Box::new(handler))?;
+            .add_slot(fd, Target::Upcall(i), top_half, Box::new(handler))?;
         self.io_pending.upcalls.push(UpcallState {
             name: name.to_string(),
             fd,
@@ -568,6 +651,8 @@ fn top_half(shared: Arc<Shared>, slots: Arc<Slots>) {
                 continue;
             };
             let hangup = flags & (libc::EPOLLERR | libc::EPOLLHUP) as u32 != 0;
+            // The device's own interrupt handler, as the model states it.
+            sys::spin_cpu(slot.top_half);
             match slot.target {
                 Target::Class {
                     cpu,

@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use error::RtError;
-pub use io::{Backend, Event, IoClass, IoServer, UpcallBudget};
+pub use io::{Backend, BindOptions, Event, IoClass, IoServer, UpcallBudget, MIN_TOP_HALF};
 use irqlab_core::{
     LatencyRecorder, Nanos, Scheduler, Server, ServerId, ServerPriority, SporadicServer, ThreadId,
     ThreadPolicy, Unbounded,

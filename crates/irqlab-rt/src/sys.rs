@@ -51,6 +51,19 @@ pub fn own_cpu_time() -> Nanos {
     clock(libc::CLOCK_THREAD_CPUTIME_ID).unwrap_or(Nanos::ZERO)
 }
 
+/// Spend `work` of this thread's CPU time, spinning on its CPU clock (it
+/// spends `work` plus up to one clock read past it; see
+/// `io::MIN_TOP_HALF`).
+pub fn spin_cpu(work: Nanos) {
+    if work.is_zero() {
+        return;
+    }
+    let end = own_cpu_time() + work;
+    while own_cpu_time() < end {
+        std::hint::spin_loop();
+    }
+}
+
 /// The CPU-time clock of thread `tid` (Linux `MAKE_THREAD_CPUCLOCK(tid,
 /// CPUCLOCK_SCHED)`), readable from any thread of the process.
 pub fn thread_cpu_clock(tid: Tid) -> libc::clockid_t {

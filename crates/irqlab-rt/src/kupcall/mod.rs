@@ -121,6 +121,10 @@ pub struct KernelUpcallSpec {
     /// privilege or support, leave every event to the fd's normal path
     /// (its I/O class) with a warning, instead of failing. Off by default.
     pub fallback: bool,
+    /// The device's top-half cost for each event that reaches the fd
+    /// (`BindOptions::top_half`); the kernel handles the others in its own
+    /// softirq.
+    pub top_half: Nanos,
 }
 
 /// Counters summed over CPUs: `seen = handled + deferred + filtered +

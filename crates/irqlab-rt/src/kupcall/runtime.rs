@@ -152,7 +152,11 @@ impl Runtime {
             Some(s) => s.as_raw_fd(),
             None => fd,
         };
-        self.bind_fd(fd, class, handler)?;
+        let opts = crate::io::BindOptions {
+            top_half: spec.top_half,
+            ..Default::default()
+        };
+        self.bind_fd_with(fd, class, opts, handler)?;
         self.kupcalls.push(Registered {
             name: name.to_string(),
             spec: spec.clone(),

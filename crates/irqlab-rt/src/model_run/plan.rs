@@ -7,8 +7,10 @@
 //! rules of the real machine (what `irqlab-rt` and this kernel can carry
 //! out), never a second reading of the model's meaning. Every model value
 //! is either carried out, refused, or -- when the real machine supplies its
-//! own cost (the kernel's hard IRQ and softirq) -- named in `notes`, never
-//! dropped silently.
+//! own cost (the kernel's softirq on the linux path) -- named in `notes`,
+//! never dropped silently. Top-half costs are carried out on the quest
+//! paths (spun by the top half per event) and refused on the linux path,
+//! whose top half is the kernel's.
 
 use irqlab_core::{Inherit, Nanos, Utilization};
 use irqlab_model::handling::upcall_server;
@@ -178,6 +180,9 @@ pub struct XhciPlan {
     /// Interrupter moderation: at least this long between two interrupts of
     /// one interrupter.
     pub moderation: Nanos,
+    /// The controller's interrupt handler (`xhci.top_half`), spent by the
+    /// runtime's top half per ready report of each of its routes.
+    pub top_half: Nanos,
     /// Each transfer starts at a random phase of its microframe (else the
     /// phase of the time since the run's start).
     pub random_frame_phase: bool,
@@ -220,6 +225,10 @@ pub struct DevPlan {
     pub buffer: u64,
     /// Bottom-half work per item (quest paths: on the class's server).
     pub bottom_half: Nanos,
+    /// The device's interrupt handler (`top_half`, a generic device's
+    /// `isr`), spent by the top half per ready report of its fd (quest
+    /// paths; always zero on the linux path, which refuses it).
+    pub top_half: Nanos,
     /// Omega_Main: CPU time of the reading task when a read returns.
     pub omega_main: Nanos,
     /// Tasks whose programs read it (or send it requests).
@@ -274,12 +283,44 @@ pub struct Plan {
 /// fallback interval).
 pub const PING_FALLBACK: Nanos = Nanos::from_ms(10);
 
+impl Plan {
+    /// The top-half cost of route `r`'s fd: its xHCI controller's for a
+    /// USB route, else its device's (a disk's completion).
+    pub fn route_top_half(&self, r: usize) -> Nanos {
+        let route = &self.routes[r];
+        match route.interrupter {
+            Some((x, _)) => self.xhci[x].top_half,
+            None => self.devices[route.dev].top_half,
+        }
+    }
+}
+
 fn refuse(field: impl Into<String>, value: impl ToString, why: &str) -> RtError {
     RtError::config(field, value, why)
 }
 
 fn ns(d: Option<irqlab_model::units::Duration>) -> Nanos {
     d.map_or(Nanos::ZERO, |d| d.0)
+}
+
+/// A model's top-half cost `field = cost` as the real run spends it: on
+/// the quest paths the runtime's top half spins it per event (at least
+/// `MIN_TOP_HALF`); on the linux path the kernel's own interrupt handler
+/// is the top half, which user space cannot lengthen, so a non-zero cost
+/// is refused (the kernel's measured cost is `costs.kernel`'s hard IRQ).
+fn top_half_cost(path: PathKind, field: String, cost: Nanos) -> Result<Nanos, RtError> {
+    if path == PathKind::Linux && !cost.is_zero() {
+        return Err(refuse(
+            field,
+            cost,
+            "on the linux path the top half is the kernel's own interrupt handler, which \
+             user space cannot lengthen: state 0 (the simulator charges the kernel's \
+             measured hard-IRQ cost from `costs:`), or run the model as quest / \
+             quest-no-iovcpu",
+        ));
+    }
+    crate::io::check_top_half(field, cost)?;
+    Ok(cost)
 }
 
 /// Parse and validate `text` with the model's own loader, then lower it for
@@ -334,7 +375,7 @@ pub fn lower(
         ));
     }
     let mut notes = Vec::new();
-    let xhci = xhci_plans(m, path, &mut notes)?;
+    let xhci = xhci_plans(m, path)?;
     let ksoftirqd = match &m.machine.linux {
         Some(l) => linux_knobs(l, path)?,
         None => None,
@@ -490,7 +531,7 @@ pub fn lower(
                 },
             ),
             DeviceKindName::Disk | DeviceKindName::Usb => {
-                devices.push(request_device(m, i, class, path, &mut routes, &mut notes)?);
+                devices.push(request_device(m, i, class, path, &mut routes)?);
                 continue;
             }
         };
@@ -510,17 +551,7 @@ pub fn lower(
             ),
             _ => ((ns(d.isr), ns(d.dsr)), ("isr", "dsr")),
         };
-        if !top.is_zero() {
-            notes.push(format!(
-                "{} = {top}: not added; the real top half (the kernel's IRQ{}) runs instead",
-                f(tk),
-                if path == PathKind::Linux {
-                    ""
-                } else {
-                    " and irqlab-rt's epoll top half"
-                }
-            ));
-        }
+        let top = top_half_cost(path, f(tk), top)?;
         if path == PathKind::Linux && !bottom.is_zero() {
             notes.push(format!(
                 "{} = {bottom}: not added; on the linux path the kernel's own softirq is the \
@@ -555,6 +586,7 @@ pub fn lower(
             } else {
                 bottom
             },
+            top_half: top,
             omega_main: ns(d.omega_main),
             readers: Vec::new(),
             source: d.source.unwrap_or_default(),

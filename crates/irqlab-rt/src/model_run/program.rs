@@ -43,15 +43,7 @@ pub(crate) trait Exec {
 }
 
 /// Spend `work` of this thread's CPU time.
-pub(crate) fn spin(work: Nanos) {
-    if work.is_zero() {
-        return;
-    }
-    let end = sys::own_cpu_time() + work;
-    while sys::own_cpu_time() < end {
-        std::hint::spin_loop();
-    }
-}
+pub(crate) use crate::sys::spin_cpu as spin;
 
 /// What one task did.
 pub(crate) struct TaskRec {

@@ -277,7 +277,10 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
                     }
                 },
             )?;
-            let fds: Vec<i32> = members.iter().map(|&m| fd_of(m)).collect();
+            let fds: Vec<(i32, Nanos)> = members
+                .iter()
+                .map(|&m| (fd_of(m), top_half_of(p, m)))
+                .collect();
             forwarders.push((fds, bh, p.cpus[p.vcpus[home].cpu]));
             continue;
         }
@@ -361,10 +364,11 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
                 .first()
                 .and_then(|&t| servers[p.tasks[t].vcpu])
                 .filter(|s| s.period.is_some());
-            match waiter {
-                Some(w) => rt.bind_fd_for(fd_of(m), cls, w, handler)?,
-                None => rt.bind_fd(fd_of(m), cls, handler)?,
-            }
+            let opts = crate::BindOptions {
+                waiter,
+                top_half: top_half_of(p, m),
+            };
+            rt.bind_fd_with(fd_of(m), cls, opts, handler)?;
         }
     }
     super::upcalls::register_user(&mut rt, p, &devs, &readers)?;
@@ -401,6 +405,15 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     })
 }
 
+/// The top-half cost of a class member's fd (the device's, or its route's
+/// controller's).
+fn top_half_of(p: &Plan, m: Member) -> Nanos {
+    match m {
+        Member::Items(d) => p.devices[d].top_half,
+        Member::Route(r) => p.route_top_half(r),
+    }
+}
+
 /// A thread priority above every task of Main VCPU `v`.
 fn top_prio(p: &Plan, v: usize) -> u32 {
     p.tasks
@@ -433,9 +446,11 @@ fn longest_period_main(p: &Plan) -> Option<usize> {
 }
 
 /// The top half of a class without an I/O VCPU: waits on its fds
-/// (edge-triggered epoll) and wakes the class's bottom-half thread.
+/// (edge-triggered epoll), spends each ready fd's top-half cost (the
+/// device's interrupt handler, as in the runtime's top half) and wakes the
+/// class's bottom-half thread.
 fn forwarder(
-    fds: Vec<i32>,
+    fds: Vec<(i32, Nanos)>,
     bh: TaskHandle,
     h: RtHandle,
     cpu: usize,
@@ -447,10 +462,11 @@ fn forwarder(
         return Err(RtError::last_os("epoll_create1"));
     }
     let ep = sys::Fd(ep);
-    for fd in fds {
+    let costs: Vec<Nanos> = fds.iter().map(|&(_, c)| c).collect();
+    for (k, &(fd, _)) in fds.iter().enumerate() {
         let mut ev = libc::epoll_event {
             events: (libc::EPOLLIN | libc::EPOLLET) as u32,
-            u64: fd as u64,
+            u64: k as u64,
         };
         // SAFETY: valid epoll and descriptor.
         if unsafe { libc::epoll_ctl(ep.0, libc::EPOLL_CTL_ADD, fd, &mut ev) } != 0 {
@@ -471,6 +487,10 @@ fn forwarder(
                 // SAFETY: valid epoll and buffer.
                 let n = unsafe { libc::epoll_wait(ep.0, evs.as_mut_ptr(), 16, 20) };
                 if n > 0 {
+                    for ev in &evs[..n as usize] {
+                        let k = ev.u64 as usize;
+                        sys::spin_cpu(costs.get(k).copied().unwrap_or(Nanos::ZERO));
+                    }
                     h.wake(bh);
                 }
             }

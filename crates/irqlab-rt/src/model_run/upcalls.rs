@@ -58,7 +58,7 @@ pub(crate) fn register_user(
             period: u.period.0,
         };
         let h = handler(devs[i].clone(), d.bottom_half, readers(i));
-        rt.register_upcall(&d.name, devs[i].fd, budget, h)
+        rt.register_upcall_with(&d.name, devs[i].fd, budget, d.top_half, h)
             .map_err(|e| model_key(e, i))?;
     }
     Ok(())
@@ -86,6 +86,7 @@ pub(crate) fn bind_kernel(
             events: u.events,
         }),
         fallback: u.fallback,
+        top_half: d.top_half,
         ..Default::default()
     };
     // The upcall owns a dup of the socket; the class's handler reads

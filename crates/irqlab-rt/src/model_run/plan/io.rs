@@ -2,8 +2,9 @@
 //! the model's request devices -- `xhci` controllers, `usb` endpoints and
 //! `disk`s -- for a real run: each request device gets its routes (one
 //! completion fd per endpoint and interrupter it can complete through,
-//! bound to that interrupter's class; a disk's one), and what the real
-//! machine replaces (the controller's top half) goes to `notes`.
+//! bound to that interrupter's class; a disk's one), with the top-half
+//! cost of the controller's (or the disk's) interrupt, which the runtime's
+//! top half spends per event.
 //!
 //! Design principles: the simulator's rules, read from the same model
 //! (irqlab-sim `lower.rs`, `devices/xhci.rs`): an endpoint completes
@@ -15,7 +16,7 @@ use irqlab_core::Nanos;
 use irqlab_model::model::{DeviceKindName, MapEntry, PathKind, Step};
 use irqlab_model::Model;
 
-use super::{ns, refuse, DevKind, DevPlan, Op, RoutePlan, UsbPlan, XhciPlan};
+use super::{ns, refuse, top_half_cost, DevKind, DevPlan, Op, RoutePlan, UsbPlan, XhciPlan};
 use crate::error::RtError;
 
 /// What lowering a task's program needs: the model, the task, and the
@@ -127,13 +128,9 @@ impl Lowering<'_> {
     }
 }
 
-/// The model's xHCI controllers; their top half and MSI vectors are named
-/// in `notes` (the runtime's epoll top half and the routes' eventfds).
-pub(super) fn xhci_plans(
-    m: &Model,
-    path: PathKind,
-    notes: &mut Vec<String>,
-) -> Result<Vec<XhciPlan>, RtError> {
+/// The model's xHCI controllers (each interrupter's MSI vector is its
+/// routes' eventfds; the controller's top half is spent per event).
+pub(super) fn xhci_plans(m: &Model, path: PathKind) -> Result<Vec<XhciPlan>, RtError> {
     let mut out = Vec::new();
     for (i, x) in m.xhci.iter().enumerate() {
         if path == PathKind::Linux {
@@ -153,17 +150,11 @@ pub(super) fn xhci_plans(
                 MapEntry::Number(_) => None,
             })
             .collect();
-        if !x.top_half.0.is_zero() {
-            notes.push(format!(
-                "xhci[{i}].top_half = {}: not added; irqlab-rt's epoll top half runs instead \
-                 (each interrupter's MSI vector is its routes' eventfds)",
-                x.top_half.0
-            ));
-        }
         out.push(XhciPlan {
             name: x.name.clone(),
             interrupters,
             moderation: ns(x.moderation),
+            top_half: top_half_cost(path, format!("xhci[{i}].top_half"), x.top_half.0)?,
             random_frame_phase: x.random_frame_phase,
         });
     }
@@ -178,7 +169,6 @@ pub(super) fn request_device(
     class: String,
     path: PathKind,
     routes: &mut Vec<RoutePlan>,
-    notes: &mut Vec<String>,
 ) -> Result<DevPlan, RtError> {
     let d = &m.devices[i];
     let f = |k: &str| format!("devices[{i}].{k}");
@@ -229,13 +219,6 @@ pub(super) fn request_device(
             let sectors = d.sectors.unwrap_or(1);
             let work = Nanos(ns(d.per_sector).0.saturating_mul(sectors));
             let bytes = sectors.saturating_mul(d.sector.map_or(512, |s| s.0));
-            if !ns(d.top_half).is_zero() {
-                notes.push(format!(
-                    "{} = {}: not added; irqlab-rt's epoll top half runs instead",
-                    f("top_half"),
-                    ns(d.top_half)
-                ));
-            }
             (DevKind::Disk, None, ns(d.latency), work, bytes)
         }
     };
@@ -265,6 +248,10 @@ pub(super) fn request_device(
         bytes: usize::try_from(bytes).unwrap_or(usize::MAX),
         buffer: 0,
         bottom_half: work,
+        top_half: match kind {
+            DevKind::Disk => top_half_cost(path, f("top_half"), ns(d.top_half))?,
+            _ => Nanos::ZERO, // a usb endpoint's interrupt is its controller's
+        },
         omega_main: ns(d.omega_main),
         readers: Vec::new(),
         source: d.source.unwrap_or_default(),
