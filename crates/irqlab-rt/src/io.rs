@@ -977,3 +977,19 @@ pub fn socket_drops(fd: RawFd) -> Option<u64> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_half_costs_below_the_clock_are_refused_with_the_reason() {
+        assert!(check_top_half("top_half", Nanos::ZERO).is_ok());
+        assert!(check_top_half("top_half", MIN_TOP_HALF).is_ok());
+        let msg = check_top_half("upcall[u].top_half", Nanos(999))
+            .expect_err("below MIN_TOP_HALF")
+            .to_string();
+        assert!(msg.contains("upcall[u].top_half = 999ns"), "{msg}");
+        assert!(msg.contains("cannot be spent faithfully"), "{msg}");
+    }
+}

@@ -274,19 +274,21 @@ devices: [{{name: g, kind: generic, class: c, min_interarrival: 1ms, isr: 200ns,
         "at least 1us",
     );
     // The linux path: the kernel's interrupt handler is the top half.
+    let linux = |dev: &str| {
+        format!(
+            "machine: {{cpus: 1, path: linux}}
+vcpus: [{{name: rt, policy: fifo, priority: 40}}]
+tasks: [{{name: rx, vcpu: rt, program: [{{read: d}}]}}]
+devices: [{{name: d, class: c, {dev}}}]"
+        )
+    };
     refused(
-        "machine: {cpus: 1, path: linux}
-vcpus: [{name: rt, policy: fifo, priority: 40}]
-tasks: [{name: rx, vcpu: rt, program: [{read: n}]}]
-devices: [{name: n, kind: nic, class: c, packet: 64B, top_half: 2us, bottom_half: 1us, arrival: {kind: periodic, interval: 1ms}}]",
+        &linux("kind: nic, packet: 64B, top_half: 2us, bottom_half: 1us, arrival: {kind: periodic, interval: 1ms}"),
         "devices[0].top_half = 2us",
         "the kernel's own interrupt handler, which user space cannot lengthen",
     );
     refused(
-        "machine: {cpus: 1, path: linux}
-vcpus: [{name: rt, policy: fifo, priority: 40}]
-tasks: [{name: rx, vcpu: rt, program: [{read: g}]}]
-devices: [{name: g, kind: generic, class: c, min_interarrival: 1ms, isr: 5us, dsr: 1us}]",
+        &linux("kind: generic, min_interarrival: 1ms, isr: 5us, dsr: 1us"),
         "devices[0].isr = 5us",
         "measured hard-IRQ cost from `costs:`",
     );
