@@ -330,6 +330,30 @@ fn the_runtime_top_half_spends_the_model_cost_per_event() {
     );
 }
 
+#[test]
+fn the_no_iovcpu_top_half_thread_spends_the_model_cost_per_event() {
+    // quest-no-iovcpu: the class's top-half thread (no I/O VCPU) spins the
+    // same per-event cost before it wakes the bottom-half thread.
+    let text = "machine: {cpus: 1, path: quest-no-iovcpu}
+vcpus: [{name: m, policy: sporadic, budget: 5ms, period: 10ms}]
+tasks: [{name: t, vcpu: m, program: [{forever: [{read: n}]}]}]
+devices: [{name: n, kind: nic, class: c, packet: 64B, top_half: 200us, bottom_half: 1us, arrival: {kind: periodic, interval: 1ms}}]";
+    let Some(r) = run_or_skip(text, 300) else {
+        return;
+    };
+    assert_eq!(r.top_halves.len(), 1, "{:?}", r.top_halves);
+    let th = &r.top_halves[0];
+    assert_eq!(th.class, "c");
+    assert!(th.events >= 50, "a 1 ms nic over 300 ms: {th:?}");
+    eprintln!(
+        "no-iovcpu top half per event: {} ns with 200us ({} events)",
+        th.cpu_ns / th.events,
+        th.events
+    );
+    assert!(th.cpu_ns / th.events >= 200_000, "{th:?}");
+    assert!(r.devices[0].handled > 0, "{:?}", r.devices[0]);
+}
+
 /// A model using every runnable device kind and program step.
 const MAPPING: &str = "machine: {cpus: 1, path: quest}
 vcpus:

@@ -263,5 +263,6 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         report: None,
         linux_shares,
         warnings,
+        top_halves: Vec::new(),
     })
 }

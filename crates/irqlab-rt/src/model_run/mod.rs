@@ -119,6 +119,17 @@ pub struct ServerRun {
     pub share_fraction: f64,
 }
 
+/// The top-half thread of a class without an I/O VCPU (`quest-no-iovcpu`;
+/// on the quest path the runtime's top half reports `top_half_cpu_ns`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TopHalfRun {
+    pub class: String,
+    /// Ready reports it took, each costing its fd's top half.
+    pub events: u64,
+    /// Its CPU time over the run.
+    pub cpu_ns: u64,
+}
+
 /// What a run of a model produced.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelRun {
@@ -144,6 +155,9 @@ pub struct ModelRun {
     /// irqlab-rt's own report (quest paths).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub runtime: Option<Report>,
+    /// The classes' top-half threads (quest-no-iovcpu).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub top_halves: Vec<TopHalfRun>,
 }
 
 /// What a path's run hands back.
@@ -157,6 +171,8 @@ pub(crate) struct Outcome {
     /// linux: (VCPU, CPU, share) from its threads' CPU time.
     pub linux_shares: Vec<(String, usize, f64)>,
     pub warnings: Vec<String>,
+    /// quest-no-iovcpu: its classes' top-half threads.
+    pub top_halves: Vec<TopHalfRun>,
 }
 
 /// Wait until `t` or a stop signal; `true` if stopped by a signal.
@@ -356,5 +372,6 @@ fn collect(p: &Plan, o: Outcome) -> ModelRun {
         notes: p.notes.clone(),
         warnings,
         runtime: o.report,
+        top_halves: o.top_halves,
     }
 }

@@ -24,7 +24,7 @@ use super::devices::DevShared;
 use super::plan::{Plan, VcpuPolicy};
 use super::program::{self, Exec, TaskRec};
 use super::requests::{self, Requests};
-use super::Outcome;
+use super::{Outcome, TopHalfRun};
 use crate::error::RtError;
 use crate::{
     sys, BudgetPolicy, Config, IoServer, RtHandle, Runtime, ServerHandle, TaskCtx, TaskHandle,
@@ -281,7 +281,7 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
                 .iter()
                 .map(|&m| (fd_of(m), top_half_of(p, m)))
                 .collect();
-            forwarders.push((fds, bh, p.cpus[p.vcpus[home].cpu]));
+            forwarders.push((class.clone(), fds, bh, p.cpus[p.vcpus[home].cpu]));
             continue;
         }
         let (vi, io) = p
@@ -378,8 +378,21 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
     let t0 = rt_start_time(&rt);
     let stop = Arc::new(AtomicBool::new(false));
     let mut threads = Vec::new();
-    for (fds, bh, cpu) in forwarders {
-        threads.push(forwarder(fds, bh, rt.handle(), cpu, stop.clone())?);
+    let mut top_halves = Vec::new();
+    for (class, fds, bh, cpu) in forwarders {
+        let stats = Arc::new(Mutex::new(TopHalfRun {
+            class,
+            ..TopHalfRun::default()
+        }));
+        threads.push(forwarder(
+            fds,
+            bh,
+            rt.handle(),
+            cpu,
+            stop.clone(),
+            stats.clone(),
+        )?);
+        top_halves.push(stats);
     }
     if !p.routes.is_empty() {
         threads.push(requests::start_controller(
@@ -402,6 +415,11 @@ pub(crate) fn run(p: &Plan) -> Result<Outcome, RtError> {
         report: Some(report),
         linux_shares: Vec::new(),
         warnings: Vec::new(),
+        // The forwarders were joined by `feed`.
+        top_halves: top_halves
+            .iter()
+            .map(|s| s.lock().unwrap_or_else(|e| e.into_inner()).clone())
+            .collect(),
     })
 }
 
@@ -455,6 +473,7 @@ fn forwarder(
     h: RtHandle,
     cpu: usize,
     stop: Arc<AtomicBool>,
+    stats: Arc<Mutex<TopHalfRun>>,
 ) -> Result<std::thread::JoinHandle<()>, RtError> {
     // SAFETY: creates a descriptor owned by `ep`.
     let ep = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -481,6 +500,7 @@ fn forwarder(
             let _ = sys::pin(0, cpu);
             let _ = sys::set_fifo(0, 95);
             let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 16];
+            let mut events = 0u64;
             // Items may have arrived before the first wait.
             h.wake(bh);
             while !stop.load(Ordering::Relaxed) {
@@ -492,8 +512,12 @@ fn forwarder(
                         sys::spin_cpu(costs.get(k).copied().unwrap_or(Nanos::ZERO));
                     }
                     h.wake(bh);
+                    events += n as u64;
                 }
             }
+            let mut st = stats.lock().unwrap_or_else(|e| e.into_inner());
+            st.events = events;
+            st.cpu_ns = sys::own_cpu_time().0;
         })
         .map_err(|e| RtError::from_io("spawn top half", e))
 }
