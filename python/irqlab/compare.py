@@ -46,7 +46,8 @@ class Tolerance:
       absolute part covers what the model does not hold: a thread's wake-up
       on this host (timer and futex wake-up, the supervisor's dispatch: a
       release delay of 50-150 us at p50 was measured here under load) and
-      the real top half the model's ``top_half`` stands for;
+      the runtime's own top half, which an uncalibrated model leaves out
+      (the model's ``top_half`` itself is spent by the real run);
     * ``miss_ratio``: misses over released jobs may differ by this much
       (0 vs 0 agrees; a starved task misses "most" in both);
     * ``share``: a server's CPU share may differ by this much (absolute);
