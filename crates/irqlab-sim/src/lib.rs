@@ -25,6 +25,8 @@ mod paths;
 mod program;
 pub mod records;
 mod supply;
+#[cfg(feature = "testgen")]
+pub mod testgen;
 mod thread;
 pub mod trace;
 
