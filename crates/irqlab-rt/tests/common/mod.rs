@@ -37,13 +37,8 @@ pub fn fifo_runtime_with(backend: irqlab_rt::Backend) -> Option<Runtime> {
     }
 }
 
-/// Busy-wait `d` of CPU time on the calling thread.
-pub fn spin_cpu(d: irqlab_core::Nanos) {
-    let end = irqlab_rt::sys::own_cpu_time() + d;
-    while irqlab_rt::sys::own_cpu_time() < end {
-        std::hint::spin_loop();
-    }
-}
+/// Busy-wait a given CPU time on the calling thread (the library's own).
+pub use irqlab_rt::sys::spin_cpu;
 
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
