@@ -9,7 +9,8 @@ analysis); a real run's directory (``irqlab compare``'s ``real/``, ``irqlab
 vmm --out``) leaves out what it does not measure (a seed, an event count, a
 device's request latency...): those cells show "-", those curves are not
 drawn. The page holds the model
-summary, the analysis verdicts and bounds next to the simulated values, a
+summary, the analysis verdicts and bounds next to the simulated values (a
+real run's: "measured max"), a
 Gantt chart of a window per CPU (threads, ISRs, servers, budget),
 response-time CDFs and histograms per task with deadline and bound lines,
 I/O latency per class with each read's latency bound, and CPU share over
@@ -275,8 +276,10 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
                     + f"<td>{within}</td><td>{verdict}</td></tr>")
     if not body:
         return ""
-    return (f"<h3>{_esc(run.name)}: analysis next to the simulation</h3>{cut}<table><tr>"
-            "<th>equation</th><th>item</th><th>bound</th><th>simulated max</th>"
+    # a real run (compare's real/, vmm --out) counts no simulator events
+    what = ("simulation", "simulated max") if m.get("events") else ("measurement", "measured max")
+    return (f"<h3>{_esc(run.name)}: analysis next to the {what[0]}</h3>{cut}<table><tr>"
+            f"<th>equation</th><th>item</th><th>bound</th><th>{what[1]}</th>"
             f"<th>within</th><th>verdict</th></tr>{''.join(body)}</table>")
 
 

@@ -60,6 +60,8 @@ def test_starved_task_misses_in_both_and_report_is_written(tmp_path: Path) -> No
         assert (tmp_path / p).exists(), p
     page = (tmp_path / "report.html").read_text()
     assert "simulation" in page and "real run" in page
+    # the bound table names each side's maximum for what it is
+    assert "<th>simulated max</th>" in page and "<th>measured max</th>" in page
 
 
 def test_io_vcpu_protects_the_control_task_in_both(tmp_path: Path) -> None:

@@ -192,3 +192,5 @@ def _check_run_directory(out: Path, r: dict[str, Any]) -> None:
     assert (f'data-key="{out.name}.virqs.vnic.handled" data-value="{d["completed"]}"'
             in page)
     assert "<h2>Response times</h2>" in page  # mplayer's CDF, from its histogram
+    # the VMM's values are measured, not simulated
+    assert "<th>measured max</th>" in page and "simulated max" not in page
