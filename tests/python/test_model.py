@@ -332,3 +332,32 @@ def test_simulation_section_bad_records_or_windows_exit_2(
     err = capsys.readouterr().err
     assert message in err and "simulation" in err, err
     assert "Traceback" not in err
+
+
+def test_simulate_summary_is_bounded_and_shows_the_misses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model of 40 tasks: the summary lists 20 of them, every task that
+    missed among them, and counts the rest."""
+    starved = {3, 17, 33}  # 2 ms of work each 1 ms: every job misses
+    model = {
+        "machine": {"cpus": 1, "path": "quest"},
+        "simulation": {"duration": "50ms"},
+        "vcpus": [{"name": f"v{i}", "policy": "sporadic", "budget": "10us", "period": "1ms"}
+                  for i in range(40)],
+        "tasks": [{"name": f"t{i}", "vcpu": f"v{i}", "period": "1ms",
+                   "program": [{"compute": "2ms" if i in starved else "5us"}]}
+                  for i in range(40)],
+    }
+    f = tmp_path / "many.yaml"
+    f.write_text(json.dumps(model))
+    assert main(["simulate", str(f), "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    listed = [line.split(":")[0].split()[1] for line in out.splitlines()
+              if line.startswith("  task ")]
+    assert len(listed) == 20
+    assert {f"t{i}" for i in starved} <= set(listed)
+    assert listed == sorted(listed, key=lambda n: int(n[1:]))  # model order
+    met = json.loads((tmp_path / "out/metrics.json").read_text())
+    total = sum(t["deadline_misses"] for t in met["tasks"])
+    assert total > 0
+    assert f"  ... 20 more tasks (0 of them with misses; {total} misses in all)" in out

@@ -112,18 +112,34 @@ def us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:.1f}us"
 
 
+#: At most this many tasks in the summary: those with the most misses,
+#: then in model order; a line counts the rest (metrics.json has them all).
+SUMMARY_ITEMS = 20
+
+
 def summary(met: dict[str, Any]) -> None:
     """Print the run's summary from its metrics."""
     part = " (partial: stopped early)" if met.get("partial") else ""
     print(f"simulated {met['duration_ns'] / 1e9:g} s{part} ({met['events']} events, "
           f"seed {met['seed']})")
-    for t in met["tasks"]:
+    tasks = met["tasks"]
+    if len(tasks) > SUMMARY_ITEMS:
+        # the tasks that missed first (most misses first), then model order
+        worst = sorted(range(len(tasks)), key=lambda i: (-tasks[i]["deadline_misses"], i))
+        tasks = [tasks[i] for i in sorted(worst[:SUMMARY_ITEMS])]
+    for t in tasks:
         r = t["response"]
         mean = us(r["mean_ns"])
         unfinished = t["unfinished_past_deadline"]
         late = f" ({unfinished} never finished)" if unfinished else ""
         print(f"  task {t['name']}: {t['released']} released, {t['completed']} finished, "
               f"{t['deadline_misses']} misses{late}, mean response {mean}")
+    if len(tasks) < len(met["tasks"]):
+        rest = met["tasks"]
+        missing = sum(1 for t in rest if t["deadline_misses"]) - sum(
+            1 for t in tasks if t["deadline_misses"])
+        print(f"  ... {len(rest) - len(tasks)} more tasks ({missing} of them with misses; "
+              f"{sum(t['deadline_misses'] for t in rest)} misses in all): see metrics.json")
     for s in met["servers"]:
         r = s["response"]
         if met["path"] != "hypervisor" or r is None or not r["count"]:
