@@ -38,7 +38,13 @@ def test_model_error_lists_every_problem() -> None:
     with pytest.raises(ModelError) as e:
         loads("machine: {cpus: 1, colour: red}")
     ((path, value, rule),) = e.value.errors
-    assert path == "machine" and value == "" and "unknown field `colour`" in rule
+    assert path == "machine" and value == "colour" and "unknown field `colour`" in rule
+    # a parse-level error names the value found at its path
+    with pytest.raises(ModelError) as e:
+        loads("machine: {cpus: 1, path: quest}\n"
+              "vcpus: [{name: a, policy: sporadic, budget: 1ms, period: fast}]")
+    ((path, value, rule),) = e.value.errors
+    assert (path, value) == ("vcpus[0].period", "fast") and "unknown time unit" in rule
     with pytest.raises(ModelError) as e:
         from_dict({"machine": {"cpus": float("nan")}})
     assert e.value.errors[0][2].startswith("not plain JSON data")

@@ -48,6 +48,59 @@ pub fn load_str(text: &str) -> Result<(Model, Vec<String>), LoadError> {
     }
 }
 
+/// A parse error of `text` (a [`LoadError::Parse`] message, which serde_yaml
+/// writes as `path: rule at line L column C`, the path absent at the
+/// document's root) as `(path, value, rule)`: the value is the text at the
+/// path when it is a scalar, or the key an unknown-field error names; `""`
+/// when neither (a whole mapping, a syntax error).
+pub fn parse_problem(text: &str, msg: &str) -> (String, String, String) {
+    let (path, rule) = match msg.split_once(": ") {
+        Some((path, rule)) if !path.is_empty() && !path.contains(' ') => (path, rule),
+        _ => return (String::new(), String::new(), msg.to_owned()),
+    };
+    let named = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|p| {
+            rule.strip_prefix(p)?
+                .split_once('`')
+                .map(|(v, _)| v.to_owned())
+        });
+    let value = named
+        .or_else(|| scalar_at(text, path))
+        .map(|v| limits::shorten(&limits::escape(&v), 80))
+        .unwrap_or_default();
+    (path.to_owned(), value, rule.to_owned())
+}
+
+/// The scalar at a serde path (`vcpus[0].period`) of the YAML `text`.
+fn scalar_at(text: &str, path: &str) -> Option<String> {
+    use serde_yaml::Value;
+    // a text over the limits is not parsed again (its nesting or size is the error)
+    limits::check_text(text).ok()?;
+    let mut v: Value = serde_yaml::from_str(text).ok()?;
+    for seg in path.split('.') {
+        let (key, idx) = seg.split_once('[').unwrap_or((seg, ""));
+        if !key.is_empty() {
+            v = v.as_mapping_mut()?.remove(key)?;
+        }
+        for i in idx.split('[').filter(|s| !s.is_empty()) {
+            let i: usize = i.strip_suffix(']')?.parse().ok()?;
+            let seq = v.as_sequence_mut()?;
+            if i >= seq.len() {
+                return None;
+            }
+            v = seq.swap_remove(i);
+        }
+    }
+    match v {
+        Value::String(s) => Some(s),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some("null".into()),
+        _ => None,
+    }
+}
+
 /// Whether `text` is a costs file: within the text limits, a mapping whose
 /// only key is `costs` (anything else is for `load_str`).
 pub fn is_costs_file(text: &str) -> bool {

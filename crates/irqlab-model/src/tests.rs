@@ -181,6 +181,11 @@ proptest! {
         text.push_str(&QUEST[cut..]);
         match load_str(&text) {
             Ok(_) => {}
+            Err(LoadError::Parse(msg)) => {
+                // and the problem it is split into keeps the rule
+                let (path, value, rule) = parse_problem(&text, &msg);
+                prop_assert!(!rule.is_empty() && (value.is_empty() || !path.is_empty()));
+            }
             Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
@@ -428,4 +433,33 @@ proptest! {
             Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
     }
+}
+
+#[test]
+fn parse_problem_names_the_value_at_the_path() {
+    let problem = |text: &str| match load_str(text) {
+        Err(LoadError::Parse(msg)) => parse_problem(text, &msg),
+        other => panic!("expected a parse error, got {other:?}"),
+    };
+    let (path, value, rule) = problem("machine: {cpus: two}\n");
+    assert_eq!((path.as_str(), value.as_str()), ("machine.cpus", "two"));
+    assert!(rule.starts_with("invalid type: string \"two\""), "{rule}");
+    let text = "machine: {cpus: 1, path: quest}\n\
+                vcpus: [{name: a, policy: sporadic, budget: 1ms, period: 10ms},\n\
+                        {name: b, policy: sporadic, budget: 1ms, period: fast}]\n";
+    assert_eq!(problem(text).0, "vcpus[1].period");
+    assert_eq!(problem(text).1, "fast");
+    // an unknown key: the key; an unknown kind: the kind
+    assert_eq!(problem("machine: {cpus: 1, colour: red}\n").1, "colour");
+    let kind = problem("machine: {cpus: 1, path: quest}\nvcpus: [{name: a, policy: lottery}]\n");
+    assert_eq!(
+        (kind.0.as_str(), kind.1.as_str()),
+        ("vcpus[0].policy", "lottery")
+    );
+    // control characters are escaped, long values shortened
+    let (_, v, _) = problem("machine: {cpus: \"\\e[31mred\"}\n");
+    assert!(!v.chars().any(char::is_control), "{v:?}");
+    // a syntax error has no path and no value
+    let (p, v, r) = problem("machine: {cpus: 1}\n  bad: : x\n");
+    assert!(p.is_empty() && v.is_empty() && !r.is_empty());
 }

@@ -31,21 +31,10 @@ fn model_error(py: Python<'_>, message: String, errors: Vec<Problem>) -> PyErr {
     err
 }
 
-/// A parse error of serde_yaml reads `path: message at line L column C`
-/// (the path is absent for errors at the document's root).
-fn split_parse_error(msg: &str) -> Problem {
-    match msg.split_once(": ") {
-        Some((path, rule)) if !path.is_empty() && !path.contains(' ') => {
-            (path.to_owned(), String::new(), rule.to_owned())
-        }
-        _ => (String::new(), String::new(), msg.to_owned()),
-    }
-}
-
-fn load_error(py: Python<'_>, e: LoadError) -> PyErr {
+fn load_error(py: Python<'_>, text: &str, e: LoadError) -> PyErr {
     let message = e.to_string();
     let errors = match e {
-        LoadError::Parse(msg) => vec![split_parse_error(&msg)],
+        LoadError::Parse(msg) => vec![irqlab_model::parse_problem(text, &msg)],
         LoadError::Invalid(list) => list
             .into_iter()
             .map(|x| (x.path, x.value, x.rule))
@@ -65,7 +54,7 @@ fn sim_error(py: Python<'_>, e: SimError) -> PyErr {
 
 fn load_model(py: Python<'_>, text: &str) -> PyResult<(irqlab_model::Model, Vec<String>)> {
     crate::guard("load", || {
-        irqlab_model::load_str(text).map_err(|e| load_error(py, e))
+        irqlab_model::load_str(text).map_err(|e| load_error(py, text, e))
     })
 }
 
@@ -95,7 +84,7 @@ fn lower(py: Python<'_>, text: &str, base_dir: &str) -> PyResult<String> {
 #[pyfunction]
 fn load_costs(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
     let (c, warnings) = crate::guard("load_costs", || {
-        irqlab_model::load_costs_str(text).map_err(|e| load_error(py, e))
+        irqlab_model::load_costs_str(text).map_err(|e| load_error(py, text, e))
     })?;
     let json = serde_json::to_string(&c).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok((json, warnings))
@@ -109,7 +98,7 @@ fn apply_costs(py: Python<'_>, config_json: &str, text: &str) -> PyResult<String
     let mut cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
         .map_err(|e| PyValueError::new_err(format!("simulator config: {e}")))?;
     let (c, _) = crate::guard("apply_costs", || {
-        irqlab_model::load_costs_str(text).map_err(|e| load_error(py, e))
+        irqlab_model::load_costs_str(text).map_err(|e| load_error(py, text, e))
     })?;
     irqlab_sim::lower::apply_costs(&mut cfg, &c);
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
