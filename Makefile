@@ -77,8 +77,15 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
 	$(VENV)/bin/ruff check $(wildcard python tests bench hdl examples)
 
+# Rust tests that skip (no SCHED_FIFO, io_uring, /dev/kvm...) log their reason
+# to SKIP_LOG (irqlab_rt::skipped!): libtest hides a passing test's output.
+SKIP_LOG := $(CURDIR)/target/rust-skips.txt
 test-rust:
-	$(CARGO) test --workspace --exclude irqlab-py --release -q
+	@mkdir -p target && rm -f $(SKIP_LOG)
+	IRQLAB_SKIP_LOG=$(SKIP_LOG) $(CARGO) test --workspace --exclude irqlab-py --release -q; \
+	rc=$$?; if [ -s $(SKIP_LOG) ]; then \
+	  echo "Rust tests skipped ($$(wc -l < $(SKIP_LOG))), with the reason:"; sed 's/^/  /' $(SKIP_LOG); \
+	else echo "Rust tests skipped: none"; fi; exit $$rc
 
 test-python:
 	$(PY) -m pytest -q

@@ -47,6 +47,7 @@ pub mod report;
 mod signals;
 mod supervisor;
 pub mod sys;
+pub mod testing;
 mod threads;
 mod waiter;
 

@@ -164,7 +164,7 @@ fn each_cpu_has_its_own_supervisor() {
     let _g = common::serial();
     let cpus = irqlab_rt::sys::allowed_cpus();
     if cpus.len() < 2 {
-        eprintln!("SKIPPED: needs two CPUs, this process may use {cpus:?}");
+        irqlab_rt::skipped!("needs two CPUs, this process may use {cpus:?}");
         return;
     }
     let cfg = irqlab_rt::Config {
@@ -175,7 +175,7 @@ fn each_cpu_has_its_own_supervisor() {
     let mut rt = match irqlab_rt::Runtime::new(cfg) {
         Ok(rt) => rt,
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             return;
         }
         Err(e) => panic!("{e}"),

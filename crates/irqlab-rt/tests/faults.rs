@@ -54,7 +54,7 @@ fn runtime(cfg: Config) -> Option<Runtime> {
     }) {
         Ok(rt) => Some(rt),
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             None
         }
         Err(e) => panic!("runtime: {e}"),
@@ -429,7 +429,7 @@ fn start_and_stop_beside_a_competing_fifo_hog() {
     let cpu = Config::default().cpus[0];
     // Ends by itself after 8 s (killed right after the stop).
     let Some(hog) = fifo_hog(cpu, 50, 8) else {
-        eprintln!("SKIPPED: the hog could not get SCHED_FIFO 50 on CPU {cpu}");
+        irqlab_rt::skipped!("the hog could not get SCHED_FIFO 50 on CPU {cpu}");
         return;
     };
     let done = watchdog("start/stop beside a FIFO hog", 60);

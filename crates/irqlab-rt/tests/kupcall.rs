@@ -24,7 +24,7 @@ fn attach(sock: UdpSocket, spec: &KernelUpcallSpec) -> Option<KernelUpcall> {
     match KernelUpcall::attach(OwnedFd::from(sock), spec) {
         Ok(k) => Some(k),
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             None
         }
         Err(e) => panic!("kernel upcall: {e}"),
@@ -222,7 +222,7 @@ fn a_killed_process_leaves_nothing_attached() {
     let Some(id) = id else {
         let _ = child.kill();
         let _ = child.wait();
-        eprintln!("SKIPPED: the child could not attach a kernel upcall");
+        irqlab_rt::skipped!("the child could not attach a kernel upcall");
         return;
     };
     assert!(loaded(Some(id)));
@@ -242,7 +242,7 @@ fn bad_specs_are_refused_with_the_rule() {
     };
     let e = KernelUpcall::load(OwnedFd::from(rx), &spec).err();
     if let Some(RtError::Unsupported { .. }) = e {
-        eprintln!("SKIPPED: {}", e.map(|e| e.to_string()).unwrap_or_default());
+        irqlab_rt::skipped!("{}", e.map(|e| e.to_string()).unwrap_or_default());
         return;
     }
     let e = e.expect("refused").to_string();
@@ -432,7 +432,7 @@ fn in_a_runtime_deferred_events_reach_the_fds_io_class() {
     match rt.register_kernel_upcall("count", OwnedFd::from(rx), &spec, class, normal) {
         Ok(_) => {}
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             return;
         }
         Err(e) => panic!("{e}"),
@@ -464,7 +464,7 @@ fn fallback_only_when_asked() {
     let _g = common::serial();
     let rx = receiver();
     match KernelUpcall::load(OwnedFd::from(rx), &KernelUpcallSpec::default()) {
-        Ok(_) => eprintln!("SKIPPED: kernel upcalls load here (root): no fallback to test"),
+        Ok(_) => irqlab_rt::skipped!("kernel upcalls load here (root): no fallback to test"),
         Err(e) => {
             assert!(e.is_unavailable(), "{e}");
             let Some(mut rt) = common::fifo_runtime() else {
@@ -550,7 +550,7 @@ fn a_model_runs_a_kernel_upcall_under_its_budget() {
     let r = match irqlab_rt::model_run::run_model("kernel", KERNEL_MODEL, None, None) {
         Ok(r) => r,
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             return;
         }
         Err(e) => panic!("{e}"),

@@ -383,14 +383,14 @@ devices:
 
 fn run_or_skip(text: &str, ms: u64) -> Option<ModelRun> {
     if let Err(e) = irqlab_rt::sys::probe_fifo() {
-        eprintln!("SKIPPED: {e}");
+        irqlab_rt::skipped!("{e}");
         return None;
     }
     let _one = common::serial();
     match run_model("m", text, Some(Nanos::from_ms(ms)), Some(1)) {
         Ok(r) => Some(r),
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             None
         }
         Err(e) => panic!("run: {e}"),
@@ -696,7 +696,7 @@ devices:
     assert_eq!(p.name, "m.yaml");
     let Some(r) = (|| {
         if let Err(e) = irqlab_rt::sys::probe_fifo() {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             return None;
         }
         let _one = common::serial();
@@ -704,7 +704,7 @@ devices:
         match run_model(path, &text, Some(Nanos::from_ms(300)), Some(1)) {
             Ok(r) => Some(r),
             Err(e) if e.is_unavailable() => {
-                eprintln!("SKIPPED: {e}");
+                irqlab_rt::skipped!("{e}");
                 None
             }
             Err(e) => panic!("run: {e}"),
@@ -770,7 +770,7 @@ tasks: [{name: control, vcpu: rt, period: 5ms, program: [{compute: 100us}]}]
             Ok(_) => panic!("ran without SCHED_FIFO"),
             Err(e) => e.to_string(),
         };
-        eprintln!("SKIPPED (no SCHED_FIFO: {why}): refused with {e}");
+        irqlab_rt::skipped!("no SCHED_FIFO ({why}): refused with {e}");
         return;
     }
     let Some(r) = run_or_skip(text, 100) else {
@@ -798,7 +798,7 @@ vcpus: [{name: dl, policy: cbs, runtime: 1ms, period: 10ms}]
 tasks: [{name: control, vcpu: dl, period: 10ms, program: [{compute: 100us}]}]
 ";
     if let Err(e) = irqlab_rt::sys::probe_fifo() {
-        eprintln!("SKIPPED: {e}");
+        irqlab_rt::skipped!("{e}");
         return;
     }
     let _one = common::serial();

@@ -30,7 +30,7 @@ fn a_pipe_feeds_a_reader_through_a_budgeted_user_upcall() {
         let r = match run_model("m", &MODEL.replace("BACKEND", backend), None, None) {
             Ok(r) => r,
             Err(e) if e.is_unavailable() => {
-                eprintln!("SKIPPED ({backend}): {e}");
+                irqlab_rt::skipped!("{backend}: {e}");
                 continue;
             }
             Err(e) => panic!("{backend}: {e}"),

@@ -27,7 +27,7 @@ fn supervisor_cpu_time_and_first_samples() {
     let r = match run_model("report_fields.yaml", MODEL, None, None) {
         Ok(r) => r,
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             return;
         }
         Err(e) => panic!("{e}"),

@@ -214,7 +214,7 @@ fn bottom_half_checks_its_budget_between_handlers() {
     let mut rt = match Runtime::new(cfg) {
         Ok(rt) => rt,
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             return;
         }
         Err(e) => panic!("{e}"),

@@ -158,7 +158,7 @@ fn a_more_urgent_managed_interrupt_nests_on_its_own_pseudo_vcpu() {
     };
     let r = common::stop_ok(vmm);
     if let Some(ns) = common::host_stall(&r) {
-        eprintln!("SKIPPED: the host stalled the runtime for {ns} ns");
+        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
         return;
     }
     let (o, i) = (
@@ -166,7 +166,7 @@ fn a_more_urgent_managed_interrupt_nests_on_its_own_pseudo_vcpu() {
         r.events.iter().find(|e| e.device == 1).expect("hi's event"),
     );
     if i.arrival_ns + 1_000_000 > o.dsr_end_ns {
-        eprintln!("SKIPPED: hi's event arrived at the end of lo's DSR or later ({o:?}, {i:?})");
+        irqlab_rt::skipped!("hi's event arrived at the end of lo's DSR or later ({o:?}, {i:?})");
         return;
     }
     // Nested in the guest: hi's ISR and DSR inside lo's DSR.

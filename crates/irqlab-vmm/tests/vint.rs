@@ -64,7 +64,7 @@ fn run(vint: bool) -> Option<VmmReport> {
     let vmm = common::wait_completed(vmm, 0, EVENTS, 3)?;
     let r = common::stop_ok(vmm);
     if let Some(ns) = common::host_stall(&r) {
-        eprintln!("SKIPPED: the host stalled the runtime for {ns} ns");
+        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
         return None;
     }
     let d = &r.devices[0];
@@ -256,7 +256,7 @@ fn selective_use_only_the_managed_interrupt_runs_while_the_vcpu_is_parked() {
     };
     let r = common::stop_ok(vmm);
     if let Some(ns) = common::host_stall(&r) {
-        eprintln!("SKIPPED: the host stalled the runtime for {ns} ns");
+        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
         return;
     }
     for d in &r.devices {

@@ -30,7 +30,7 @@ pub fn fifo_runtime_with(backend: irqlab_rt::Backend) -> Option<Runtime> {
     match Runtime::new(cfg) {
         Ok(rt) => Some(rt),
         Err(e) if e.is_unavailable() => {
-            eprintln!("SKIPPED: {e}");
+            irqlab_rt::skipped!("{e}");
             None
         }
         Err(e) => panic!("runtime: {e}"),

@@ -20,7 +20,7 @@ macro_rules! require_kvm {
     () => {
         let _serial = common::serial();
         if let Some(why) = common::kvm_unavailable() {
-            eprintln!("SKIPPED: {why}");
+            irqlab_rt::skipped!("{why}");
             return;
         }
     };
@@ -72,7 +72,7 @@ fn wait_until(vmm: Vmm, d: usize, n: u64, secs: u64, done: impl Fn(u64) -> bool)
     }
     let Stopped { report, error } = vmm.stop();
     if let (Some(ns), None) = (host_stall(&report), &error) {
-        eprintln!("SKIPPED: the host stalled the runtime for {ns} ns");
+        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
         return None;
     }
     panic!(
