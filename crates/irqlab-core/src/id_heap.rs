@@ -62,7 +62,25 @@ impl IdHeap {
     }
 
     /// Insert `k` (an entry of the same id is replaced).
+    ///
+    /// The scheduler's commonest insert -- an absent id whose key goes
+    /// below every key present, into an empty `top` -- is inlined into
+    /// the caller; every other case is `insert_slow` (issue 20).
+    #[inline(always)]
     pub(crate) fn insert(&mut self, k: u128) {
+        let id = id_of(k);
+        if self.top.is_none() && self.pos.get(id) == Some(&ABSENT) {
+            if self.heap.first().is_none_or(|&f| k < f) {
+                self.pos[id] = TOP;
+                self.top = Some(k);
+                return;
+            }
+        }
+        self.insert_slow(k);
+    }
+
+    #[inline(never)]
+    fn insert_slow(&mut self, k: u128) {
         let id = id_of(k);
         if self.pos.len() <= id {
             self.pos.resize(id + 1, ABSENT);
@@ -91,15 +109,28 @@ impl IdHeap {
         self.sift_up(self.heap.len() - 1, k);
     }
 
-    /// Remove the entry of `id`, if any.
+    /// Remove the entry of `id`, if any. Taking out `top` (the
+    /// scheduler's commonest removal) is inlined into the caller.
+    #[inline(always)]
     pub(crate) fn remove(&mut self, id: usize) {
+        let Some(p) = self.pos.get_mut(id) else { return };
+        if *p == TOP {
+            // the heap's minimum is the minimum again
+            *p = ABSENT;
+            self.top = None;
+            return;
+        }
+        self.remove_slow(id);
+    }
+
+    #[inline(never)]
+    fn remove_slow(&mut self, id: usize) {
         let Some(&p) = self.pos.get(id) else { return };
         if p == ABSENT {
             return;
         }
         self.pos[id] = ABSENT;
         if p == TOP {
-            // the heap's minimum is the minimum again
             self.top = None;
             return;
         }

@@ -89,6 +89,7 @@ pub struct SchedStats {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[repr(u8)]
 enum Place {
     /// Not runnable.
     Idle,
@@ -228,6 +229,12 @@ struct Current {
     server: usize,
     thread: usize,
     background: bool,
+    /// The server's packed key now (`pkey(server)`): set at the dispatch
+    /// and refreshed by the only calls that change a dispatched server's
+    /// key between two `schedule`s (`unblock` of a thread of the running
+    /// server, `io_service_done`), so the preemption test of Alg. 2 line 5
+    /// reads it instead of asking the policy (issue 20).
+    key: u128,
 }
 
 /// One physical CPU's scheduler.
@@ -425,7 +432,7 @@ impl Scheduler {
     }
 
     /// Remove a server from whichever set holds it.
-    #[inline]
+    #[inline(always)]
     fn unplace(&mut self, id: usize) {
         match self.servers[id].place {
             Place::Idle => return,
@@ -433,17 +440,22 @@ impl Scheduler {
             Place::Ready(_) => self.ready.remove(id),
             Place::Waiting {
                 time, background, ..
-            } => {
-                if time.is_some() {
-                    self.waiting.remove(id);
-                    self.timers.remove(id);
-                }
-                if background {
-                    self.background.remove(id);
-                }
-            }
+            } => self.unplace_waiting(id, time.is_some(), background),
         }
         self.servers[id].place = Place::Idle;
+    }
+
+    /// `unplace` of a server waiting for budget (out of line: not the
+    /// scheduler's commonest step).
+    #[inline(never)]
+    fn unplace_waiting(&mut self, id: usize, timed: bool, background: bool) {
+        if timed {
+            self.waiting.remove(id);
+            self.timers.remove(id);
+        }
+        if background {
+            self.background.remove(id);
+        }
     }
 
     /// Move a server to where it belongs at `now`. A ready server that stays
@@ -659,6 +671,7 @@ impl Scheduler {
             server: sid,
             thread: tid,
             background,
+            key,
         });
         Ok(Dispatch {
             server: Some(ServerId(sid)),
@@ -681,7 +694,10 @@ impl Scheduler {
     /// `next_update` the last `schedule` returned.
     pub fn replenishment_due(&self) -> Option<Nanos> {
         match self.current {
-            Some(c) if !c.background => self.waiting.min_time_below(self.pkey(c.server)),
+            Some(c) if !c.background => {
+                debug_assert_eq!(c.key, self.pkey(c.server));
+                self.waiting.min_time_below(c.key)
+            }
             _ => self.timers.first().map(timer_time),
         }
     }
@@ -756,6 +772,11 @@ impl Scheduler {
         };
         if running {
             self.servers[sid].server.unblock(now, ctx);
+            // (PIBS: a further request may raise the running server's key)
+            let key = self.pkey(sid);
+            if let Some(c) = self.current.as_mut() {
+                c.key = key;
+            }
             // Thread-level preemption inside the running server.
             let first = self.servers[sid].runq.first();
             let cur = self.current.map(|c| c.thread);
@@ -780,7 +801,10 @@ impl Scheduler {
         };
         Ok(match self.current {
             None => true,
-            Some(c) => c.background || k < self.pkey(c.server),
+            Some(c) => {
+                debug_assert_eq!(c.key, self.pkey(c.server));
+                c.background || k < c.key
+            }
         })
     }
 
@@ -842,7 +866,13 @@ impl Scheduler {
         };
         p.service_done(main_period);
         let running = self.current.is_some_and(|c| c.server == server.0);
-        if !running && !matches!(slot.place, Place::Running | Place::Idle) {
+        if running {
+            // its key may have dropped: the dispatch's copy follows
+            let key = self.pkey(server.0);
+            if let Some(c) = self.current.as_mut() {
+                c.key = key;
+            }
+        } else if !matches!(slot.place, Place::Running | Place::Idle) {
             self.unplace(server.0);
             self.place(server.0, now);
         }

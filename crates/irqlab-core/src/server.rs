@@ -167,13 +167,22 @@ impl Server {
     }
 
     /// `unblock(now, ctx)`, then `updated(now)`, in one dispatch (QUEST-VCPU
-    /// Alg. 2 lines 3-4 on the scheduler's hot path).
+    /// Alg. 2 lines 3-4 on the scheduler's hot path). For the sporadic
+    /// server the capacity is computed once (`SporadicServer::unblocked`).
     #[inline]
     pub(crate) fn unblocked(&mut self, now: Nanos, ctx: UnblockCtx) -> (Nanos, (Class, u64, u8)) {
-        dispatch!(self, s => {
-            s.unblock(now, ctx);
-            updated(s, now)
-        })
+        match self {
+            // the capacity computed once (see `SporadicServer::unblocked`)
+            Server::Sporadic(s) => {
+                s.unblocked(now, ctx);
+                let (class, key) = s.key();
+                (s.budget(), (class, key, s.tie()))
+            }
+            _ => dispatch!(self, s => {
+                s.unblock(now, ctx);
+                updated(s, now)
+            }),
+        }
     }
 
     /// `end_timeslice(now, used, true)`, then `updated(now)`, in one

@@ -252,8 +252,16 @@ impl SporadicServer {
     }
 
     /// Alg. 13 `unblock-check`.
+    #[inline]
     fn unblock_check(&mut self, now: Nanos) {
-        if !self.capacity(now).is_zero() {
+        let cap = self.capacity(now);
+        self.unblock_check_with(now, cap);
+    }
+
+    /// `unblock_check` with `capacity(now)` already computed as `cap`.
+    #[inline]
+    fn unblock_check_with(&mut self, now: Nanos, cap: Nanos) {
+        if !cap.is_zero() {
             self.foreground = true;
             // Line 4: advance the earliest replenishment to now.
             if let Some(f) = self.queue.front_mut() {
@@ -293,19 +301,10 @@ impl SporadicServer {
         }
     }
 
-    /// Sum of queued replenishment amounts (== C, the invariant).
-    pub fn queued_sum(&self) -> Nanos {
-        self.queue.iter().fold(Nanos::ZERO, |a, r| a + r.amount)
-    }
-}
-
-impl ServerPolicy for SporadicServer {
-    /// Alg. 3 `MAIN-VCPU-end-of-timeslice`.
-    fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
-        self.usage += used;
-        // Alg. 11 line 1: the capacity is computed once while nothing
-        // changes it (the common slice that leaves budget)
-        let mut cap = self.capacity(now);
+    /// `end_timeslice` past its common case: Alg. 11 on a depleted
+    /// capacity `cap`, Alg. 12 on a block.
+    #[inline(never)]
+    fn end_timeslice_rest(&mut self, now: Nanos, runnable: bool, mut cap: Nanos) {
         if cap.is_zero() {
             self.budget_check_depleted(now);
             cap = self.capacity(now);
@@ -315,6 +314,47 @@ impl ServerPolicy for SporadicServer {
             cap = self.capacity(now);
         }
         self.budget = cap;
+    }
+
+    /// `unblock(now, ctx)` then `update_budget(now)` (Alg. 13, then Alg.
+    /// 4), with the capacity computed once for both when Alg. 13 leaves
+    /// it alone: it moves the head to `now` and merges into it only when
+    /// the capacity is positive, and then the capacity is the head's
+    /// amount less the usage (property-tested against the two calls).
+    #[inline]
+    pub(crate) fn unblocked(&mut self, now: Nanos, ctx: UnblockCtx) {
+        let mut cap = self.capacity(now);
+        if !ctx.was_active && !cap.is_zero() {
+            self.unblock_check_with(now, cap);
+            cap = self.capacity(now);
+        }
+        self.budget = cap;
+        if !cap.is_zero() {
+            self.foreground = true;
+        }
+    }
+
+    /// Sum of queued replenishment amounts (== C, the invariant).
+    pub fn queued_sum(&self) -> Nanos {
+        self.queue.iter().fold(Nanos::ZERO, |a, r| a + r.amount)
+    }
+}
+
+impl ServerPolicy for SporadicServer {
+    /// Alg. 3 `MAIN-VCPU-end-of-timeslice`.
+    #[inline]
+    fn end_timeslice(&mut self, now: Nanos, used: Nanos, runnable: bool) {
+        self.usage += used;
+        // Alg. 11 line 1: the capacity is computed once while nothing
+        // changes it. The common slice leaves budget and has nothing for
+        // Alg. 12 to split (the server stays runnable, or used nothing
+        // since its last split): inlined into the scheduler (issue 20).
+        let cap = self.capacity(now);
+        if !cap.is_zero() && (runnable || self.usage.is_zero()) {
+            self.budget = cap;
+            return;
+        }
+        self.end_timeslice_rest(now, runnable, cap);
     }
 
     /// Alg. 4 `MAIN-VCPU-update-budget`.
@@ -424,6 +464,36 @@ mod tests {
                     _ => {
                         s.unblock(Nanos(now), UnblockCtx::default());
                         s.update_budget(Nanos(now));
+                    }
+                }
+            }
+        }
+
+        /// `unblocked` leaves the server exactly as `unblock` then
+        /// `update_budget` do (queue, usage, budget, foreground, operation
+        /// count), for idle and already active servers, along random runs
+        /// of slices, blocks and wake-ups.
+        #[test]
+        fn unblocked_is_unblock_then_update_budget(
+            steps in proptest::collection::vec((0u64..7, 0u64..5, 0u8..3, proptest::bool::ANY), 1..60),
+            max in 2usize..5) {
+            let mut s = ss(4, 10, max);
+            let mut now = 0;
+            for (dt, used, what, was_active) in steps {
+                now += dt;
+                match what {
+                    0 => s.end_timeslice(Nanos(now), Nanos(used), true),
+                    1 => s.end_timeslice(Nanos(now), Nanos(used), false),
+                    _ => {
+                        let ctx = UnblockCtx { was_active, ..UnblockCtx::default() };
+                        let mut want = s.clone();
+                        want.unblock(Nanos(now), ctx);
+                        want.update_budget(Nanos(now));
+                        s.unblocked(Nanos(now), ctx);
+                        proptest::prop_assert_eq!(q(&s), q(&want));
+                        proptest::prop_assert_eq!(
+                            (s.usage, s.budget, s.foreground, s.ops),
+                            (want.usage, want.budget, want.foreground, want.ops));
                     }
                 }
             }
