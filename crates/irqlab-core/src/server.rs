@@ -95,6 +95,7 @@ pub trait ServerPolicy {
 
 /// A server policy with its parameters and state.
 #[derive(Clone, Debug)]
+#[repr(u8)]
 pub enum Server {
     Sporadic(SporadicServer),
     Pibs(Pibs),
