@@ -525,6 +525,11 @@ impl Scheduler {
     }
 
     /// QUEST-VCPU Alg. 1 `schedule`.
+    ///
+    /// The common decision is inlined here; what most decisions do not
+    /// need is out of line (issue 20): the periodic servers' charge with
+    /// stolen time, round robin, replenishments that fell due, and the
+    /// background and idle choices.
     pub fn schedule(&mut self, now: Nanos) -> Result<Dispatch, CoreError> {
         self.check_time(now)?;
         self.stats.schedule_calls += 1;
@@ -533,7 +538,6 @@ impl Scheduler {
         let dt = (now - self.t_prev) - core::mem::take(&mut self.stolen);
         let prev = self.current.take();
         if let Some(cur) = prev {
-            let runnable = self.servers[cur.server].nrun > 0;
             let charged = if cur.background {
                 self.stats.background += dt;
                 Nanos::ZERO
@@ -542,22 +546,13 @@ impl Scheduler {
                 dt
             };
             let slot = &mut self.servers[cur.server];
-            // periodic servers split a slice that crossed their boundary
-            let stolen_since = |from: Nanos| {
-                self.stolen_at
-                    .iter()
-                    .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
-                    .fold(Nanos::ZERO, |a, x| a + x)
-            };
+            let runnable = slot.nrun > 0;
+            let rr = matches!(slot.runq, RunQueue::Rr { .. });
             // (a server that stays runnable gets Alg. 1 line 3's
             // update-budget in the same dispatch: `updated`, for `replace`)
             let updated = match &mut slot.server {
-                Server::Deferrable(ds) => {
-                    ds.charge(now, charged, stolen_since);
-                    None
-                }
-                Server::Polling(ps) => {
-                    ps.charge(now, charged, runnable, stolen_since);
+                Server::Deferrable(_) | Server::Polling(_) => {
+                    self.charge_periodic(cur.server, now, charged, runnable);
                     None
                 }
                 s if runnable => Some(s.ended(now, charged)),
@@ -566,22 +561,11 @@ impl Scheduler {
                     None
                 }
             };
-            if let RunQueue::Rr {
-                quantum,
-                queue,
-                slice_used,
-            } = &mut slot.runq
-            {
-                if queue.front() == Some(&cur.thread) {
-                    *slice_used += dt;
-                    if *slice_used >= *quantum && queue.len() > 1 {
-                        queue.rotate_left(1);
-                        *slice_used = Nanos::ZERO;
-                    }
-                }
+            if rr {
+                self.rr_charge(cur, dt);
             }
             match updated {
-                // (the round-robin step above does not touch the server)
+                // (the round-robin step does not touch the server)
                 Some((budget, (class, key, tie))) => {
                     self.replace_updated(cur.server, now, pack(class, key, tie, cur.server), budget)
                 }
@@ -589,69 +573,123 @@ impl Scheduler {
             }
         }
         self.stolen_at.clear(); // a new slice starts (the buffer is kept)
-                                // Replenishments due by now (Alg. 1 line 3, update-budget).
-        while let Some(k) = self.timers.first() {
-            let (t, id) = (timer_time(k), id_of(k));
-            if t > now {
-                break;
-            }
-            self.replace(id, now);
+        // Replenishments due by now (Alg. 1 line 3, update-budget).
+        if self.timers.first().is_some_and(|k| timer_time(k) <= now) {
+            self.replenish(now);
         }
         // Line 3: highest priority with budget; else background; else idle.
         // (A placed server's key is its key now: a key changes only in a
         // hook, and the scheduler re-places a server after calling one,
         // the running server at the top of `schedule`.)
-        let (chosen, background) = match self.ready.first() {
-            Some(k) => (Some(k), false),
-            None => (self.background.first(), true),
-        };
-        let Some(key) = chosen else {
-            self.t_prev = now;
-            return Ok(Dispatch {
-                server: None,
-                thread: None,
-                background: false,
-                next_update: self.timers.first().map(timer_time),
-            });
+        let Some(key) = self.ready.first() else {
+            return Ok(self.pick_background(now, prev));
         };
         let sid = id_of(key);
         debug_assert_eq!(key, self.pkey(sid));
-        if background {
-            self.unplace(sid);
-            self.servers[sid].place = Place::Running;
+        // It stays in `ready` while it runs (its key is `key`): the next
+        // `schedule` moves it only if its budget or key changed.
+        // Line 13: budget exhaustion of the chosen VCPU.
+        let b = self.servers[sid].server.budget();
+        let mut next = (b != Nanos::MAX).then(|| now + b);
+        // Lines 14-17: earliest next-event of a higher-priority VCPU.
+        if let Some(t) = self.waiting.min_time_below(key) {
+            next = Some(next.map_or(t, |n| n.min(t)));
         }
-        // else it stays in `ready` while it runs (its key is `key`): the
-        // next `schedule` moves it only if its budget or key changed
+        Ok(self.dispatch(now, prev, sid, key, false, next))
+    }
+
+    /// Lines 7 and 19-21 of Alg. 1: dispatch the next thread of server
+    /// `sid` (filed under `key`), with `next` the earliest time found so
+    /// far for `next_update`.
+    #[inline(always)]
+    fn dispatch(
+        &mut self,
+        now: Nanos,
+        prev: Option<Current>,
+        sid: usize,
+        key: u128,
+        background: bool,
+        mut next: Option<Nanos>,
+    ) -> Dispatch {
         // Line 7: next thread of the chosen VCPU (the run queue is not
         // empty: only runnable servers are placed).
-        let tid = self.servers[sid].runq.first().unwrap_or(usize::MAX);
+        let slot = &self.servers[sid];
+        let tid = slot.runq.first().unwrap_or(usize::MAX);
+        if matches!(slot.runq, RunQueue::Rr { .. }) {
+            next = self.rr_dispatch(now, prev, sid, tid, next);
+        }
         if prev.is_none_or(|p| p.server != sid) {
             self.stats.server_switches += 1;
         }
-        let mut next: Option<Nanos> = None;
-        let mut earliest = |t: Nanos| {
-            next = Some(next.map_or(t, |n: Nanos| n.min(t)));
+        // Lines 19-21.
+        self.t_prev = now;
+        self.current = Some(Current {
+            server: sid,
+            thread: tid,
+            background,
+            key,
+        });
+        Dispatch {
+            server: Some(ServerId(sid)),
+            thread: Some(ThreadId(tid)),
+            background,
+            next_update: next,
+        }
+    }
+
+    /// Lines 1-2 of Alg. 1 for a deferrable or polling server: its charge
+    /// splits a slice that crossed its period boundary, less the time
+    /// taken from it (`exclude_until`).
+    #[cold]
+    #[inline(never)]
+    fn charge_periodic(&mut self, id: usize, now: Nanos, charged: Nanos, runnable: bool) {
+        let stolen_at = &self.stolen_at;
+        let stolen_since = |from: Nanos| {
+            stolen_at
+                .iter()
+                .map(|&(end, d)| end.min(now).saturating_sub((end - d).max(from)))
+                .fold(Nanos::ZERO, |a, x| a + x)
         };
-        if background {
-            // Any replenishment, its own included, brings a foreground
-            // server back.
-            if let Some(k) = self.timers.first() {
-                earliest(timer_time(k));
-            }
-            if let Some(t) = self.servers[sid].server.next_event(now) {
-                earliest(t);
-            }
-        } else {
-            // Line 13: budget exhaustion of the chosen VCPU.
-            let b = self.servers[sid].server.budget();
-            if b != Nanos::MAX {
-                earliest(now + b);
-            }
-            // Lines 14-17: earliest next-event of a higher-priority VCPU.
-            if let Some(t) = self.waiting.min_time_below(key) {
-                earliest(t);
+        match &mut self.servers[id].server {
+            Server::Deferrable(ds) => ds.charge(now, charged, stolen_since),
+            Server::Polling(ps) => ps.charge(now, charged, runnable, stolen_since),
+            _ => {}
+        }
+    }
+
+    /// A round-robin server's slice: the thread that ran used `dt` of its
+    /// quantum; at the end of the quantum the next thread's turn comes.
+    #[cold]
+    #[inline(never)]
+    fn rr_charge(&mut self, cur: Current, dt: Nanos) {
+        if let RunQueue::Rr {
+            quantum,
+            queue,
+            slice_used,
+        } = &mut self.servers[cur.server].runq
+        {
+            if queue.front() == Some(&cur.thread) {
+                *slice_used += dt;
+                if *slice_used >= *quantum && queue.len() > 1 {
+                    queue.rotate_left(1);
+                    *slice_used = Nanos::ZERO;
+                }
             }
         }
+    }
+
+    /// A round-robin server dispatches thread `tid`: a new thread starts
+    /// a new quantum, and the end of the quantum bounds `next`.
+    #[cold]
+    #[inline(never)]
+    fn rr_dispatch(
+        &mut self,
+        now: Nanos,
+        prev: Option<Current>,
+        sid: usize,
+        tid: usize,
+        next: Option<Nanos>,
+    ) -> Option<Nanos> {
         if let RunQueue::Rr {
             quantum,
             queue,
@@ -662,23 +700,50 @@ impl Scheduler {
                 *slice_used = Nanos::ZERO;
             }
             if queue.len() > 1 {
-                earliest(now + (*quantum - *slice_used));
+                let t = now + (*quantum - *slice_used);
+                return Some(next.map_or(t, |n| n.min(t)));
             }
         }
-        // Lines 19-21.
-        self.t_prev = now;
-        self.current = Some(Current {
-            server: sid,
-            thread: tid,
-            background,
-            key,
-        });
-        Ok(Dispatch {
-            server: Some(ServerId(sid)),
-            thread: Some(ThreadId(tid)),
-            background,
-            next_update: next,
-        })
+        next
+    }
+
+    /// Replenishments due by `now` (Alg. 1 line 3, update-budget): each
+    /// server whose timer fell due is re-placed.
+    #[inline(never)]
+    fn replenish(&mut self, now: Nanos) {
+        while let Some(k) = self.timers.first() {
+            let (t, id) = (timer_time(k), id_of(k));
+            if t > now {
+                break;
+            }
+            self.replace(id, now);
+        }
+    }
+
+    /// Line 3 of Alg. 1 when no server has budget: the most urgent
+    /// depleted server in background mode, else idle.
+    #[inline(never)]
+    fn pick_background(&mut self, now: Nanos, prev: Option<Current>) -> Dispatch {
+        let Some(key) = self.background.first() else {
+            self.t_prev = now;
+            return Dispatch {
+                server: None,
+                thread: None,
+                background: false,
+                next_update: self.timers.first().map(timer_time),
+            };
+        };
+        let sid = id_of(key);
+        debug_assert_eq!(key, self.pkey(sid));
+        self.unplace(sid);
+        self.servers[sid].place = Place::Running;
+        // Any replenishment, its own included, brings a foreground server
+        // back.
+        let mut next = self.timers.first().map(timer_time);
+        if let Some(t) = self.servers[sid].server.next_event(now) {
+            next = Some(next.map_or(t, |n| n.min(t)));
+        }
+        self.dispatch(now, prev, sid, key, true, next)
     }
 
     /// The latest time by which `schedule` must be called because a
