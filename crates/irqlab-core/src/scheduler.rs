@@ -829,41 +829,42 @@ impl Scheduler {
             ts.runnable = true;
             ts.fp_entry = Some(entry);
         }
-        // Lines 2-4: VCPU on the run queue, unblock, update-budget.
+        if running {
+            return Ok(self.wakeup_running(now, sid, inherit_period, t.runnable));
+        }
+        // Lines 2-4: VCPU on the run queue, unblock, update-budget (the
+        // server has a runnable thread now: `replace` in one dispatch).
         let ctx = UnblockCtx {
             was_active,
             running,
             inherit_period,
         };
-        if running {
-            self.servers[sid].server.unblock(now, ctx);
-            // (PIBS: a further request may raise the running server's key)
-            let key = self.pkey(sid);
-            if let Some(c) = self.current.as_mut() {
-                c.key = key;
-            }
-            // Thread-level preemption inside the running server.
-            let first = self.servers[sid].runq.first();
-            let cur = self.current.map(|c| c.thread);
-            return Ok(first != cur && !t.runnable);
+        let Scheduler { servers, ready, .. } = self;
+        let slot = &mut servers[sid];
+        let (budget, (class, key, tie)) = slot.server.unblocked(now, ctx);
+        let k = pack(class, key, tie, sid);
+        // The commonest wake-up, an idle server that gets budget, is
+        // `place_updated`'s first case, inlined here (issue 20).
+        let placed = !budget.is_zero() && matches!(slot.place, Place::Idle);
+        if placed {
+            ready.insert(k);
+            slot.place = Place::Ready(k);
+        } else {
+            self.replace_updated(sid, now, k, budget);
         }
-        // (the server has a runnable thread now: `replace` in one dispatch)
-        let (budget, (class, key, tie)) = self.servers[sid].server.unblocked(now, ctx);
-        self.replace_updated(sid, now, pack(class, key, tie, sid), budget);
-        // Line 5: preempt if the VCPU has budget and the current one is
-        // idle, in background, or of lower priority.
-        let Place::Ready(k) = self.servers[sid].place else {
-            return Ok(match self.current {
-                None => matches!(
+        // Line 5: preempt if the VCPU has budget (it is in `ready` under
+        // `k`) and the current one is idle, in background, or of lower
+        // priority.
+        if budget.is_zero() {
+            return Ok(self.current.is_none()
+                && matches!(
                     self.servers[sid].place,
                     Place::Waiting {
                         background: true,
                         ..
                     }
-                ),
-                Some(_) => false,
-            });
-        };
+                ));
+        }
         Ok(match self.current {
             None => true,
             Some(c) => {
@@ -871,6 +872,34 @@ impl Scheduler {
                 c.background || k < c.key
             }
         })
+    }
+
+    /// Lines 2-4 of Alg. 2 for a thread of the running server (out of
+    /// line: the commonest wake-up is of a server that is not running).
+    /// Returns whether the woken thread preempts the running one.
+    #[inline(never)]
+    fn wakeup_running(
+        &mut self,
+        now: Nanos,
+        sid: usize,
+        inherit_period: Option<Nanos>,
+        was_runnable: bool,
+    ) -> bool {
+        let ctx = UnblockCtx {
+            was_active: true,
+            running: true,
+            inherit_period,
+        };
+        self.servers[sid].server.unblock(now, ctx);
+        // (PIBS: a further request may raise the running server's key)
+        let key = self.pkey(sid);
+        if let Some(c) = self.current.as_mut() {
+            c.key = key;
+        }
+        // Thread-level preemption inside the running server.
+        let first = self.servers[sid].runq.first();
+        let cur = self.current.map(|c| c.thread);
+        first != cur && !was_runnable
     }
 
     /// A thread blocks. Returns `true` when it was the running thread (the
