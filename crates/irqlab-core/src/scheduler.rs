@@ -199,8 +199,9 @@ struct ThreadSlot {
     server: usize,
     priority: u32,
     runnable: bool,
-    /// Entry in a fixed-priority run queue.
-    fp_entry: Option<FpEntry>,
+    /// While runnable, the wake-up sequence of its fixed-priority
+    /// run-queue entry `(Reverse(priority), seq, thread)`.
+    seq: u64,
 }
 
 /// The scheduling fields of a thread (copied on the hot path instead of the
@@ -210,7 +211,7 @@ struct ThreadHot {
     server: usize,
     priority: u32,
     runnable: bool,
-    fp_entry: Option<FpEntry>,
+    seq: u64,
 }
 
 impl ThreadSlot {
@@ -219,7 +220,7 @@ impl ThreadSlot {
             server: self.server,
             priority: self.priority,
             runnable: self.runnable,
-            fp_entry: self.fp_entry,
+            seq: self.seq,
         }
     }
 }
@@ -361,7 +362,7 @@ impl Scheduler {
             server: server.0,
             priority,
             runnable: false,
-            fp_entry: None,
+            seq: 0,
         });
         Ok(ThreadId(self.threads.len() - 1))
     }
@@ -827,7 +828,7 @@ impl Scheduler {
             }
             let ts = &mut self.threads[thread.0];
             ts.runnable = true;
-            ts.fp_entry = Some(entry);
+            ts.seq = entry.1;
         }
         if running {
             return Ok(self.wakeup_running(now, sid, inherit_period, t.runnable));
@@ -915,31 +916,41 @@ impl Scheduler {
         let slot = &mut self.servers[sid];
         slot.nrun -= 1;
         match &mut slot.runq {
-            RunQueue::Fp(set) => {
-                if let Some(e) = t.fp_entry {
-                    set.remove(&e);
-                }
-            }
-            RunQueue::Rr {
-                queue, slice_used, ..
-            } => {
-                if queue.front() == Some(&thread.0) {
-                    *slice_used = Nanos::ZERO;
-                }
-                queue.retain(|&x| x != thread.0);
-            }
+            RunQueue::Fp(set) => set.remove(&(Reverse(t.priority), t.seq, thread.0)),
+            RunQueue::Rr { .. } => self.rr_block(sid, thread.0),
         }
-        let ts = &mut self.threads[thread.0];
-        ts.runnable = false;
-        ts.fp_entry = None;
+        self.threads[thread.0].runnable = false;
         let is_current = self.current.is_some_and(|c| c.thread == thread.0);
         let server_running = self.current.is_some_and(|c| c.server == sid);
         if !server_running {
             // A non-running server's thread left: re-place (it may now be
             // idle). Its budget is unaffected: it did not run.
-            self.replace(sid, now);
+            self.block_replace(sid, now);
         }
         Ok(is_current)
+    }
+
+    /// A thread of a round-robin server left its queue (a new thread at
+    /// the front starts a new quantum).
+    #[cold]
+    #[inline(never)]
+    fn rr_block(&mut self, sid: usize, thread: usize) {
+        if let RunQueue::Rr {
+            queue, slice_used, ..
+        } = &mut self.servers[sid].runq
+        {
+            if queue.front() == Some(&thread) {
+                *slice_used = Nanos::ZERO;
+            }
+            queue.retain(|&x| x != thread);
+        }
+    }
+
+    /// `replace` after a block (out of line: the commonest block is of
+    /// the running thread, which the next `schedule` re-places).
+    #[inline(never)]
+    fn block_replace(&mut self, sid: usize, now: Nanos) {
+        self.replace(sid, now);
     }
 
     /// Strict PIBS inheritance: service of one request for a Main VCPU of
