@@ -255,12 +255,15 @@ impl SporadicServer {
     #[inline]
     fn unblock_check(&mut self, now: Nanos) {
         let cap = self.capacity(now);
-        self.unblock_check_with(now, cap);
+        let _ = self.unblock_check_with(now, cap);
     }
 
     /// `unblock_check` with `capacity(now)` already computed as `cap`.
+    /// Returns whether it merged replenishments (only a merge changes the
+    /// capacity: the head it moves to `now` was already due).
     #[inline]
-    fn unblock_check_with(&mut self, now: Nanos, cap: Nanos) {
+    fn unblock_check_with(&mut self, now: Nanos, cap: Nanos) -> bool {
+        let mut merged = false;
         if !cap.is_zero() {
             self.foreground = true;
             // Line 4: advance the earliest replenishment to now.
@@ -275,17 +278,19 @@ impl SporadicServer {
                 if second_t <= (now + b) - self.usage {
                     let _ = self.pop();
                     self.ops += 1;
+                    merged = true;
                     if let Some(f) = self.queue.front_mut() {
                         f.amount += b;
                         f.time = now;
                     }
                 } else {
-                    return;
+                    break;
                 }
             }
         }
         // Line 14: otherwise foreground again at head_t, which `next_event`
         // reports.
+        merged
     }
 
     /// `end_timeslice(now, used, true)` then `update_budget(now)` (Alg. 3,
@@ -317,15 +322,14 @@ impl SporadicServer {
     }
 
     /// `unblock(now, ctx)` then `update_budget(now)` (Alg. 13, then Alg.
-    /// 4), with the capacity computed once for both when Alg. 13 leaves
-    /// it alone: it moves the head to `now` and merges into it only when
-    /// the capacity is positive, and then the capacity is the head's
-    /// amount less the usage (property-tested against the two calls).
+    /// 4), with the capacity computed once for both unless Alg. 13 merged
+    /// replenishments: it acts only when the capacity is positive, i.e.
+    /// the head is due, and moving a due head to `now` leaves the capacity
+    /// as it was (property-tested against the two calls).
     #[inline]
     pub(crate) fn unblocked(&mut self, now: Nanos, ctx: UnblockCtx) {
         let mut cap = self.capacity(now);
-        if !ctx.was_active && !cap.is_zero() {
-            self.unblock_check_with(now, cap);
+        if !ctx.was_active && !cap.is_zero() && self.unblock_check_with(now, cap) {
             cap = self.capacity(now);
         }
         self.budget = cap;
