@@ -204,27 +204,6 @@ struct ThreadSlot {
     seq: u64,
 }
 
-/// The scheduling fields of a thread (copied on the hot path instead of the
-/// whole slot, which owns its name).
-#[derive(Copy, Clone, Debug)]
-struct ThreadHot {
-    server: usize,
-    priority: u32,
-    runnable: bool,
-    seq: u64,
-}
-
-impl ThreadSlot {
-    fn hot(&self) -> ThreadHot {
-        ThreadHot {
-            server: self.server,
-            priority: self.priority,
-            runnable: self.runnable,
-            seq: self.seq,
-        }
-    }
-}
-
 #[derive(Copy, Clone, Debug)]
 struct Current {
     server: usize,
@@ -806,32 +785,42 @@ impl Scheduler {
         inherit_period: Option<Nanos>,
     ) -> Result<bool, CoreError> {
         self.check_time(now)?;
-        let t = self.thread_slot(thread)?.hot();
-        if t.runnable && inherit_period.is_none() {
+        // (the fields borrowed apart: one look-up of the thread and of its
+        // server on the hot path)
+        let Scheduler {
+            servers,
+            threads,
+            ready,
+            current,
+            seq,
+            stats,
+            ..
+        } = self;
+        let ts = threads
+            .get_mut(thread.0)
+            .ok_or(CoreError::UnknownThread(thread.0))?;
+        let was_runnable = ts.runnable;
+        if was_runnable && inherit_period.is_none() {
             return Ok(false);
         }
-        self.stats.wakeups += 1;
-        let sid = t.server;
-        let running = self.current.is_some_and(|c| c.server == sid);
-        let was_active = running || self.servers[sid].nrun > 0;
+        stats.wakeups += 1;
+        let sid = ts.server;
+        let slot = &mut servers[sid];
+        let running = current.is_some_and(|c| c.server == sid);
+        let was_active = running || slot.nrun > 0;
         // Line 1: place the thread on its VCPU's run queue.
-        if !t.runnable {
-            self.seq += 1;
-            let entry = (Reverse(t.priority), self.seq, thread.0);
-            let slot = &mut self.servers[sid];
+        if !was_runnable {
+            *seq += 1;
             slot.nrun += 1;
             match &mut slot.runq {
-                RunQueue::Fp(set) => {
-                    set.insert(entry);
-                }
+                RunQueue::Fp(set) => set.insert((Reverse(ts.priority), *seq, thread.0)),
                 RunQueue::Rr { queue, .. } => queue.push_back(thread.0),
             }
-            let ts = &mut self.threads[thread.0];
             ts.runnable = true;
-            ts.seq = entry.1;
+            ts.seq = *seq;
         }
         if running {
-            return Ok(self.wakeup_running(now, sid, inherit_period, t.runnable));
+            return Ok(self.wakeup_running(now, sid, inherit_period, was_runnable));
         }
         // Lines 2-4: VCPU on the run queue, unblock, update-budget (the
         // server has a runnable thread now: `replace` in one dispatch).
@@ -840,8 +829,6 @@ impl Scheduler {
             running,
             inherit_period,
         };
-        let Scheduler { servers, ready, .. } = self;
-        let slot = &mut servers[sid];
         let (budget, (class, key, tie)) = slot.server.unblocked(now, ctx);
         let k = pack(class, key, tie, sid);
         // The commonest wake-up, an idle server that gets budget, is
@@ -907,19 +894,27 @@ impl Scheduler {
     /// caller must call `schedule` now).
     pub fn block(&mut self, now: Nanos, thread: ThreadId) -> Result<bool, CoreError> {
         self.check_time(now)?;
-        let t = self.thread_slot(thread)?.hot();
-        if !t.runnable {
+        let Scheduler {
+            servers,
+            threads,
+            stats,
+            ..
+        } = self;
+        let ts = threads
+            .get_mut(thread.0)
+            .ok_or(CoreError::UnknownThread(thread.0))?;
+        if !ts.runnable {
             return Ok(false);
         }
-        self.stats.blocks += 1;
-        let sid = t.server;
-        let slot = &mut self.servers[sid];
+        ts.runnable = false;
+        stats.blocks += 1;
+        let sid = ts.server;
+        let slot = &mut servers[sid];
         slot.nrun -= 1;
         match &mut slot.runq {
-            RunQueue::Fp(set) => set.remove(&(Reverse(t.priority), t.seq, thread.0)),
+            RunQueue::Fp(set) => set.remove(&(Reverse(ts.priority), ts.seq, thread.0)),
             RunQueue::Rr { .. } => self.rr_block(sid, thread.0),
         }
-        self.threads[thread.0].runnable = false;
         let is_current = self.current.is_some_and(|c| c.thread == thread.0);
         let server_running = self.current.is_some_and(|c| c.server == sid);
         if !server_running {
