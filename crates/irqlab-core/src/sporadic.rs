@@ -43,7 +43,9 @@ pub struct SporadicServer {
     capacity_c: Nanos,
     period: Nanos,
     max_repl: usize,
-    priority: ServerPriority,
+    /// `fp_key(priority, period)`, fixed at creation: the scheduler asks
+    /// for it after every hook (issue 20).
+    key: (Class, u64),
     background: bool,
     /// `V_R`, sorted by time.
     queue: VecDeque<Replenishment>,
@@ -79,7 +81,7 @@ impl SporadicServer {
             capacity_c: budget,
             period,
             max_repl,
-            priority,
+            key: fp_key(priority, period),
             background,
             queue: VecDeque::with_capacity(max_repl.min(DEFAULT_MAX_REPL)),
             usage: Nanos::ZERO,
@@ -386,7 +388,7 @@ impl ServerPolicy for SporadicServer {
     }
 
     fn key(&self) -> (Class, u64) {
-        fp_key(self.priority, self.period)
+        self.key
     }
 
     fn background(&self) -> bool {
