@@ -179,11 +179,18 @@ impl Server {
                 let (class, key) = s.key();
                 (s.budget(), (class, key, s.tie()))
             }
-            _ => dispatch!(self, s => {
-                s.unblock(now, ctx);
-                updated(s, now)
-            }),
+            _ => self.unblocked_other(now, ctx),
         }
+    }
+
+    /// `unblocked` of the other policies (out of line, so that the
+    /// sporadic server's wake-up builds no context it does not read).
+    #[inline(never)]
+    fn unblocked_other(&mut self, now: Nanos, ctx: UnblockCtx) -> (Nanos, (Class, u64, u8)) {
+        dispatch!(self, s => {
+            s.unblock(now, ctx);
+            updated(s, now)
+        })
     }
 
     /// `end_timeslice(now, used, true)`, then `updated(now)`, in one
@@ -199,11 +206,17 @@ impl Server {
                 let (class, key) = s.key();
                 (s.budget(), (class, key, s.tie()))
             }
-            _ => dispatch!(self, s => {
-                s.end_timeslice(now, used, true);
-                updated(s, now)
-            }),
+            _ => self.ended_other(now, used),
         }
+    }
+
+    /// `ended` of the other policies (out of line, as `unblocked_other`).
+    #[inline(never)]
+    fn ended_other(&mut self, now: Nanos, used: Nanos) -> (Nanos, (Class, u64, u8)) {
+        dispatch!(self, s => {
+            s.end_timeslice(now, used, true);
+            updated(s, now)
+        })
     }
 
     /// Short policy name for reports and traces.
