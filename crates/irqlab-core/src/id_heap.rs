@@ -113,7 +113,9 @@ impl IdHeap {
     /// scheduler's commonest removal) is inlined into the caller.
     #[inline(always)]
     pub(crate) fn remove(&mut self, id: usize) {
-        let Some(p) = self.pos.get_mut(id) else { return };
+        let Some(p) = self.pos.get_mut(id) else {
+            return;
+        };
         if *p == TOP {
             // the heap's minimum is the minimum again
             *p = ABSENT;

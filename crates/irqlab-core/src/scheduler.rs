@@ -553,7 +553,7 @@ impl Scheduler {
             }
         }
         self.stolen_at.clear(); // a new slice starts (the buffer is kept)
-        // Replenishments due by now (Alg. 1 line 3, update-budget).
+                                // Replenishments due by now (Alg. 1 line 3, update-budget).
         if self.timers.first().is_some_and(|k| timer_time(k) <= now) {
             self.replenish(now);
         }
