@@ -69,12 +69,13 @@ impl IdHeap {
     #[inline(always)]
     pub(crate) fn insert(&mut self, k: u128) {
         let id = id_of(k);
-        if self.top.is_none() && self.pos.get(id) == Some(&ABSENT) {
-            if self.heap.first().is_none_or(|&f| k < f) {
-                self.pos[id] = TOP;
-                self.top = Some(k);
-                return;
-            }
+        if self.top.is_none()
+            && self.pos.get(id) == Some(&ABSENT)
+            && self.heap.first().is_none_or(|&f| k < f)
+        {
+            self.pos[id] = TOP;
+            self.top = Some(k);
+            return;
         }
         self.insert_slow(k);
     }

@@ -32,6 +32,12 @@
 //!   changed; the hooks a step needs in a row (`unblock`, `update_budget`,
 //!   the key) run behind one dispatch (`Server::updated`,
 //!   `Server::unblocked`); the order stays Alg. 1 and 2 as cited below.
+//!   The commonest steps (an idle server woken with budget, the running
+//!   thread blocking, a slice that leaves budget) are inlined; what they do
+//!   not need (round robin, the periodic servers' stolen time, due
+//!   replenishments, background and idle, a thread of the running server
+//!   waking) is out of line. The dispatched server's key is kept with the
+//!   dispatch for Alg. 2's preemption test.
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::string::String;
@@ -552,8 +558,9 @@ impl Scheduler {
                 None => self.replace(cur.server, now),
             }
         }
-        self.stolen_at.clear(); // a new slice starts (the buffer is kept)
-                                // Replenishments due by now (Alg. 1 line 3, update-budget).
+        // A new slice starts (the buffer is kept).
+        self.stolen_at.clear();
+        // Replenishments due by now (Alg. 1 line 3, update-budget).
         if self.timers.first().is_some_and(|k| timer_time(k) <= now) {
             self.replenish(now);
         }
