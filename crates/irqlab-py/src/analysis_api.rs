@@ -70,7 +70,7 @@ fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
 /// (`irqlab_sim::model_bounds`), JSON text in and out.
 #[pyfunction]
 fn model_bounds(config_json: &str) -> PyResult<String> {
-    let cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
+    let cfg = irqlab_sim::SimConfig::from_json_str(config_json)
         .map_err(|e| PyValueError::new_err(format!("simulation config: {e}")))?;
     let b = irqlab_sim::model_bounds::model_bounds(&cfg)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;

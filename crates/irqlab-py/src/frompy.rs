@@ -11,19 +11,28 @@
 //! integer, a float is never an integer, NaN and infinities are refused
 //! (JSON has none), dict keys must be strings, an integer beyond 64 bits
 //! is refused (serde_json would read it as a float), and any other Python
-//! type (a set, a non-dict mapping) is refused. Dicts are walked with
-//! `PyDict_Next` (no key and value lists are made), integers are read
-//! with one C call (no 128-bit detour).
+//! type (a set, a non-dict mapping) is refused, and so is anything but a
+//! string where serde asks for an identifier (a variant's name: serde_json
+//! never reads a number as one). Dicts are walked with `PyDict_Next` (no
+//! key and value lists are made), and the keys, values and items seen are
+//! borrowed, not counted (no Python code runs while the object is read,
+//! so the containers keep them alive; every reference count written was a
+//! cache line dirtied on objects that are otherwise only read).
+//! Integers are read with one C call that has a fast path for every size
+//! (`PyLong_AsLongLongAndOverflow`; 3.11's `PyLong_AsUnsignedLongLong`
+//! goes through a byte array).
 
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::Borrowed;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 use serde::Deserialize;
 
 /// `T` read from `obj`, as `serde_json::from_str(json.dumps(obj))` would
 /// give it; an error means only "not this way".
 pub fn from_py<T: for<'de> Deserialize<'de>>(obj: &Bound<'_, PyAny>) -> Result<T, Error> {
-    T::deserialize(De(obj))
+    T::deserialize(De(obj.as_borrowed()))
 }
 
 /// Why the object was not read (the caller reads it again to say why in
@@ -59,13 +68,14 @@ fn unsupported(obj: &Bound<'_, PyAny>) -> Error {
     Error(format!("a {name} is not a JSON value"))
 }
 
-struct De<'a, 'py>(&'a Bound<'py, PyAny>);
+/// One object, borrowed from its container (or from the caller).
+struct De<'a, 'py>(Borrowed<'a, 'py, PyAny>);
 
 impl<'de> de::Deserializer<'de> for De<'_, '_> {
     type Error = Error;
 
     fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
-        let o = self.0;
+        let o = &*self.0;
         // the exact types first: one pointer comparison each (a subclass
         // check is a call into Python in the stable ABI)
         if let Ok(s) = o.cast_exact::<PyString>() {
@@ -96,7 +106,7 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
         } else if let Ok(t) = o.cast::<PyTuple>() {
             v.visit_seq(SeqAccess {
                 len: t.len(),
-                items: Items::Tuple(t),
+                items: Items::Tuple(t.as_borrowed()),
                 next: 0,
             })
         } else if o.is_none() {
@@ -122,6 +132,15 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
         v.visit_newtype_struct(self)
     }
 
+    /// A string only, as serde_json reads an identifier (derived visitors
+    /// would also take an integer, as the variant's or field's index).
+    fn deserialize_identifier<V: Visitor<'de>>(self, v: V) -> Result<V::Value, Error> {
+        match self.0.cast::<PyString>() {
+            Ok(s) => v.visit_str(s.to_str()?),
+            Err(_) => Err(Error("an identifier is not a string".into())),
+        }
+    }
+
     /// serde_json's enum forms: `"Variant"` or `{"Variant": value}`.
     fn deserialize_enum<V: Visitor<'de>>(
         self,
@@ -129,7 +148,7 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
         _: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, Error> {
-        let o = self.0;
+        let o = &*self.0;
         if let Ok(s) = o.cast::<PyString>() {
             let de: de::value::StrDeserializer<Error> = s.to_str()?.into_deserializer();
             return v.visit_enum(de);
@@ -151,21 +170,34 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct seq tuple tuple_struct map struct
-        identifier ignored_any
+        ignored_any
     }
 }
 
-/// An integer in 64 bits (serde_json reads a larger one as a float).
+/// An integer in 64 bits (serde_json reads a larger one as a float):
+/// `u64` when not negative, as serde_json gives it.
 fn visit_int<'de, V: Visitor<'de>>(i: &Bound<'_, PyInt>, v: V) -> Result<V::Value, Error> {
-    match i.extract::<u64>() {
-        Ok(x) => v.visit_u64(x),
-        Err(_) => v.visit_i64(i.extract::<i64>()?),
+    let mut overflow = 0;
+    // SAFETY: `i` is a live int; the call sets `overflow` instead of
+    // raising when the value does not fit an i64.
+    let x = unsafe { ffi::PyLong_AsLongLongAndOverflow(i.as_ptr(), &mut overflow) };
+    if overflow > 0 {
+        v.visit_u64(i.extract::<u64>()?)
+    } else if overflow < 0 {
+        Err(Error("an integer below -2^63".into()))
+    } else if x == -1 && PyErr::take(i.py()).is_some() {
+        Err(Error("an int that could not be read".into()))
+    } else if x >= 0 {
+        v.visit_u64(x as u64)
+    } else {
+        v.visit_i64(x)
     }
 }
 
 fn visit_dict<'de, V: Visitor<'de>>(d: &Bound<'_, PyDict>, v: V) -> Result<V::Value, Error> {
     v.visit_map(DictAccess {
-        iter: d.iter(),
+        dict: d.as_borrowed(),
+        pos: 0,
         value: None,
         left: d.len(),
     })
@@ -174,14 +206,14 @@ fn visit_dict<'de, V: Visitor<'de>>(d: &Bound<'_, PyDict>, v: V) -> Result<V::Va
 fn visit_list<'de, V: Visitor<'de>>(l: &Bound<'_, PyList>, v: V) -> Result<V::Value, Error> {
     v.visit_seq(SeqAccess {
         len: l.len(),
-        items: Items::List(l),
+        items: Items::List(l.as_borrowed()),
         next: 0,
     })
 }
 
 enum Items<'a, 'py> {
-    List(&'a Bound<'py, PyList>),
-    Tuple(&'a Bound<'py, PyTuple>),
+    List(Borrowed<'a, 'py, PyList>),
+    Tuple(Borrowed<'a, 'py, PyTuple>),
 }
 
 struct SeqAccess<'a, 'py> {
@@ -197,15 +229,27 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'_, '_> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, Error> {
-        // the list may have shrunk meanwhile (no Python code runs here,
-        // but the length is read again to be safe)
-        let item = match self.items {
-            Items::List(l) if self.next < l.len() => l.get_item(self.next)?,
-            Items::Tuple(t) if self.next < t.len() => t.get_item(self.next)?,
+        // the length is read again to be safe (no Python code runs here,
+        // so the list cannot shrink meanwhile)
+        let (ptr, py) = match self.items {
+            Items::List(l) if self.next < l.len() => {
+                // SAFETY: a live list and an index within it; the item is
+                // borrowed from the list, which holds it while it is read
+                let i = self.next as ffi::Py_ssize_t;
+                (unsafe { ffi::PyList_GetItem(l.as_ptr(), i) }, l.py())
+            }
+            Items::Tuple(t) if self.next < t.len() => {
+                // SAFETY: as for the list
+                let i = self.next as ffi::Py_ssize_t;
+                (unsafe { ffi::PyTuple_GetItem(t.as_ptr(), i) }, t.py())
+            }
             _ => return Ok(None),
         };
         self.next += 1;
-        seed.deserialize(De(&item)).map(Some)
+        // SAFETY: an item of the container borrowed for 'a, or null (an
+        // error is then set and taken)
+        let item = unsafe { Borrowed::from_ptr_or_err(py, ptr) }?;
+        seed.deserialize(De(item)).map(Some)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -213,28 +257,36 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'_, '_> {
     }
 }
 
-struct DictAccess<'py> {
-    iter: pyo3::types::iter::BoundDictIterator<'py>,
-    value: Option<Bound<'py, PyAny>>,
+struct DictAccess<'a, 'py> {
+    dict: Borrowed<'a, 'py, PyDict>,
+    pos: ffi::Py_ssize_t,
+    value: Option<Borrowed<'a, 'py, PyAny>>,
     left: usize,
 }
 
-impl<'de> de::MapAccess<'de> for DictAccess<'_> {
+impl<'de> de::MapAccess<'de> for DictAccess<'_, '_> {
     type Error = Error;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Error> {
-        let Some((k, value)) = self.iter.next() else {
+        let mut k = std::ptr::null_mut();
+        let mut v = std::ptr::null_mut();
+        // SAFETY: a live dict, not changed while it is walked (no Python
+        // code runs); the key and value are borrowed from it
+        if unsafe { ffi::PyDict_Next(self.dict.as_ptr(), &mut self.pos, &mut k, &mut v) } == 0 {
             return Ok(None);
-        };
+        }
+        let py = self.dict.py();
+        // SAFETY: PyDict_Next gave both, non-null, held by the dict
+        let (k, v) = unsafe { (Borrowed::from_ptr(py, k), Borrowed::from_ptr(py, v)) };
         self.left = self.left.saturating_sub(1);
         if !k.is_instance_of::<PyString>() {
             return Err(Error("a dict key is not a string".into()));
         }
-        self.value = Some(value);
-        seed.deserialize(De(&k)).map(Some)
+        self.value = Some(v);
+        seed.deserialize(De(k)).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
@@ -242,7 +294,7 @@ impl<'de> de::MapAccess<'de> for DictAccess<'_> {
             .value
             .take()
             .ok_or_else(|| Error("a dict value without its key".into()))?;
-        seed.deserialize(De(&value))
+        seed.deserialize(De(value))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -284,11 +336,11 @@ impl<'de> de::VariantAccess<'de> for VariantAccess<'_> {
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
-        seed.deserialize(De(&self.0))
+        seed.deserialize(De(self.0.as_borrowed()))
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _: usize, v: V) -> Result<V::Value, Error> {
-        de::Deserializer::deserialize_any(De(&self.0), v)
+        de::Deserializer::deserialize_any(De(self.0.as_borrowed()), v)
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -296,6 +348,6 @@ impl<'de> de::VariantAccess<'de> for VariantAccess<'_> {
         _: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, Error> {
-        de::Deserializer::deserialize_any(De(&self.0), v)
+        de::Deserializer::deserialize_any(De(self.0.as_borrowed()), v)
     }
 }

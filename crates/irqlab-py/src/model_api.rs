@@ -95,7 +95,7 @@ fn load_costs(py: Python<'_>, text: &str) -> PyResult<(String, Vec<String>)> {
 /// lowered; returns the configuration as JSON.
 #[pyfunction]
 fn apply_costs(py: Python<'_>, config_json: &str, text: &str) -> PyResult<String> {
-    let mut cfg: irqlab_sim::SimConfig = serde_json::from_str(config_json)
+    let mut cfg = irqlab_sim::SimConfig::from_json_str(config_json)
         .map_err(|e| PyValueError::new_err(format!("simulator config: {e}")))?;
     let (c, _) = crate::guard("apply_costs", || {
         irqlab_model::load_costs_str(text).map_err(|e| load_error(py, text, e))

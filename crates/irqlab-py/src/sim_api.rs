@@ -18,6 +18,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::PathBuf;
 
+use irqlab_sim::config::exact_errors;
 use irqlab_sim::{Metrics, Records, SimConfig, Simulation, TraceFormat};
 use pyo3::exceptions::{PyKeyboardInterrupt, PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -26,11 +27,12 @@ use pyo3::types::{PyBytes, PyDict};
 /// The `SimConfig` of `config`: a dict is read directly from the Python
 /// objects (no JSON text in between); a string is parsed as JSON. The
 /// dict is read first by `frompy` (plain dicts, lists and scalars, with
-/// JSON's rules); when that gives up, by `pythonize` (which also takes
-/// other mappings and sequences); when the dict does not make a valid
-/// configuration, it is read once more through `json.dumps` so that the
-/// error is the JSON path's, naming the field path, the value and the
-/// rule.
+/// JSON's rules, the tagged objects streamed); when that gives up, by
+/// `pythonize` (which also takes other mappings and sequences); when the
+/// dict does not make a valid configuration, it is read once more through
+/// `json.dumps` so that the error is the JSON path's, naming the field
+/// path, the value and the rule. The slow paths read the tagged objects as
+/// serde's derive does (`exact_errors`), so errors are worded as before.
 fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
     if let Ok(text) = config.extract::<&str>() {
         return parse_config(text);
@@ -39,7 +41,7 @@ fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConf
         return Ok(cfg);
     }
     let mut de = pythonize::Depythonizer::from_object(config);
-    match serde_path_to_error::deserialize::<_, SimConfig>(&mut de) {
+    match exact_errors(|| serde_path_to_error::deserialize::<_, SimConfig>(&mut de)) {
         Ok(cfg) => Ok(cfg),
         Err(_) => {
             let text: String = py
@@ -51,10 +53,15 @@ fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConf
     }
 }
 
-/// Parse a `SimConfig`, naming the field path of the first error.
+/// Parse a `SimConfig`, naming the field path of the first error (worded
+/// as serde's derive words it: on an error the text is parsed again in
+/// `exact_errors`).
 pub fn parse_config(config_json: &str) -> PyResult<SimConfig> {
+    if let Ok(cfg) = serde_json::from_str(config_json) {
+        return Ok(cfg);
+    }
     let de = &mut serde_json::Deserializer::from_str(config_json);
-    serde_path_to_error::deserialize(de).map_err(|e| {
+    exact_errors(|| serde_path_to_error::deserialize(de)).map_err(|e| {
         let path = e.path().to_string();
         let msg = readable(&e.into_inner().to_string());
         PyValueError::new_err(format!("simulation config: {path}: {msg}"))

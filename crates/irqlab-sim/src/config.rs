@@ -13,6 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::error::SimError;
 
 mod check;
+mod fast;
+
+pub use fast::exact_errors;
 
 /// Which interrupt path the machine uses (DESIGN.md §4).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Serialize, Deserialize, Default)]
@@ -205,7 +208,9 @@ pub struct TaskCfg {
     /// Thread priority inside the server (higher is more urgent).
     #[serde(default = "one")]
     pub priority: u32,
+    #[serde(deserialize_with = "fast::release")]
     pub release: Release,
+    #[serde(deserialize_with = "fast::phases")]
     pub program: Vec<Phase>,
     /// A job still unfinished at its deadline is aborted then (SimSo's
     /// `abort_on_miss`): counted as a miss and dropped, so later jobs are
@@ -566,6 +571,7 @@ pub struct SimConfig {
     /// Window of the per-server CPU-share series.
     #[serde(default = "default_window")]
     pub window: u64,
+    #[serde(deserialize_with = "fast::servers")]
     pub servers: Vec<ServerCfg>,
     #[serde(default)]
     pub tasks: Vec<TaskCfg>,
@@ -626,6 +632,15 @@ pub struct SimConfig {
     /// Per-job and per-request records (off by default; every row is kept).
     #[serde(default)]
     pub records: crate::records::RecordsCfg,
+}
+
+impl SimConfig {
+    /// The configuration in `text` (JSON), read as `serde_json::from_str`
+    /// reads it; an error is worded and located as serde's derive words it
+    /// (the tagged objects are read again inside [`exact_errors`]).
+    pub fn from_json_str(text: &str) -> Result<SimConfig, serde_json::Error> {
+        serde_json::from_str(text).or_else(|_| exact_errors(|| serde_json::from_str(text)))
+    }
 }
 
 pub fn default_max_window_values() -> usize {
