@@ -26,10 +26,17 @@ measurement and reads its peak RSS and CPU time from ``wait4``:
   of ``result.config``. Both
   sides: CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``; wall
   time on this loaded 2-core machine varies 2-3x between rounds), warm
-  calls only, back to back (the Rust child runs the call three times and
+  calls only, back to back (the Rust child runs the call five times and
   its first, cold run is dropped; Python makes one untimed call first,
-  then two timed ones per round), results freed after the clock is read
-  on both sides, at least 7 alternating rounds.
+  then as many timed ones per round), results freed after the clock is read
+  on both sides, at least 7 alternating rounds. The Python calls run in a
+  child process per round (``_pycall``), with ``PYTHONPATH`` on the
+  revision's ``python/``. ``IRQLAB_BENCH_BASE`` (a git revision, optional)
+  also times that revision's ``run_config`` and ``_native`` module in the
+  same rounds, alternating, and reports its figures next to this
+  checkout's (its tree extracted with ``git archive`` into
+  ``target/bench-base/src-<commit>``, kept for the next run, and built into
+  ``target/bench-base``).
 
 Prints one JSON line per figure; rounds alternate (min/median/max).
 Arguments choose figures (`rss`, `tracing`, `python`; default all).
@@ -54,6 +61,8 @@ from irqlab.tasksets import random_rm_taskset, rm_config  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "3"))
+BASE = os.environ.get("IRQLAB_BENCH_BASE")
+CALLS = 4  # timed calls per round and side (the Rust child runs one more, cold)
 S = 1_000_000_000
 
 
@@ -61,6 +70,28 @@ def runner() -> Path:
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "irqlab-sim", "--example",
                     "run_config"], cwd=ROOT, check=True)
     return ROOT / "target/release/examples/run_config"
+
+
+def base_build(rev: str) -> tuple[Path, Path]:
+    """``run_config`` and the ``_native`` module of revision ``rev`` (its
+    tree extracted once into ``target/bench-base/src-<commit>``, built into
+    ``target/bench-base``); returns the runner and the revision's
+    ``python/`` directory, with the module in it."""
+    commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", rev + "^{commit}"],
+                            check=True, capture_output=True, text=True).stdout.strip()
+    target = ROOT / "target/bench-base"
+    src = target / f"src-{commit}"
+    if not (src / "Cargo.toml").exists():
+        src.mkdir(parents=True, exist_ok=True)
+        tree = subprocess.run(["git", "-C", str(ROOT), "archive", commit], check=True,
+                              capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=tree, check=True)
+    for args in (["-p", "irqlab-sim", "--example", "run_config"], ["-p", "irqlab-py"]):
+        subprocess.run(["cargo", "build", "--release", "-q", *args, "--target-dir",
+                        str(target)], cwd=src, check=True)
+    module = src / "python/irqlab/_native.abi3.so"
+    module.write_bytes((target / "release/lib_native.so").read_bytes())
+    return target / "release/examples/run_config", src / "python"
 
 
 def measure(exe: Path, *args: str) -> tuple[float, int, str]:
@@ -121,52 +152,80 @@ def tracing(exe: Path, work: Path) -> None:
                           "memory_bytes_per_event": mem}), flush=True)
 
 
-def python_call(exe: Path, work: Path) -> None:
-    cfg64 = partitioned(64, 10, 20 * S)
-    f64 = work / "rm64.json"
-    f64.write_text(json.dumps(cfg64))
+def pycall(cfg_file: str) -> None:
+    """Child process of ``python_call``: one warm-up call (its metrics and
+    configuration read too, as a process that ran before), ``CALLS`` timed calls
+    back to back, then the first reads of ``metrics`` and ``config`` of a
+    third call; prints the CPU times (s) as JSON."""
     from irqlab.sim import simulate
 
-    rust, parse, call, metrics, config = [], [], [], [], []
-    simulate(cfg64)  # warm: imports, allocator
-    for _ in range(max(ROUNDS, 7)):
-        lines = measure(exe, "--repeat", "3", str(f64))[2].strip().splitlines()
-        for line in lines[1:]:  # the first run is the process's cold one
-            rust.append(float(line.split("; cpu ")[1].split(" s")[0]))
-            parse.append(float(line.split("; parse ")[1].split(" s")[0]))
-        for _ in range(2):  # back to back, as the Rust runs
-            t0 = time.thread_time()
-            r = simulate(cfg64)
-            call.append(time.thread_time() - t0)
-            del r
-        r = simulate(cfg64)
+    cfg = json.loads(Path(cfg_file).read_text())
+    warm = simulate(cfg)  # warm: imports, the allocator's arenas
+    warm.metrics, warm.config  # noqa: B018
+    del warm
+    call = []
+    for _ in range(CALLS):  # back to back, as the Rust runs
         t0 = time.thread_time()
-        r.metrics  # noqa: B018 -- the first read builds the dicts
-        t1 = time.thread_time()
-        r.config  # noqa: B018
-        metrics.append(t1 - t0)
-        config.append(time.thread_time() - t1)
+        r = simulate(cfg)
+        call.append(time.thread_time() - t0)
         del r
-    with_metrics = [c + m for c, m in zip(call[::2], metrics, strict=True)]
-    rust_med = statistics.median(rust)
-    print(json.dumps({"figure": "simulate() from Python / Rust (parse + simulate), "
-                                "64 CPUs x 10 tasks, CPU time of the calling thread",
-                      "rust_s": spread(rust), "rust_parse_s": spread(parse),
-                      "python_call_s": spread(call),
-                      "python_first_metrics_read_s": spread(metrics),
-                      "python_first_config_read_s": spread(config),
-                      "ratio_call_median": statistics.median(call) / rust_med,
-                      "ratio_call_best": min(call) / min(rust),
-                      "ratio_call_and_metrics_median":
-                          statistics.median(with_metrics) / rust_med,
-                      "ratio_call_and_metrics_best": min(with_metrics) / min(rust)}),
-          flush=True)
+    r = simulate(cfg)
+    t0 = time.thread_time()
+    r.metrics  # noqa: B018 -- the first read builds the dicts
+    t1 = time.thread_time()
+    r.config  # noqa: B018
+    t2 = time.thread_time()
+    print(json.dumps({"call": call, "metrics": t1 - t0, "config": t2 - t1}))
+
+
+def python_call(exe: Path, work: Path) -> None:
+    f64 = work / "rm64.json"
+    f64.write_text(json.dumps(partitioned(64, 10, 20 * S)))
+    revs = {"head": (exe, ROOT / "python")}
+    if BASE:
+        revs["base"] = base_build(BASE)
+    times = {r: {"rust": [], "parse": [], "call": [], "metrics": [], "config": []}
+             for r in revs}
+    for i in range(max(ROUNDS, 7)):
+        for rev in (list(revs) if i % 2 == 0 else list(reversed(revs))):
+            rexe, pydir = revs[rev]
+            t = times[rev]
+            lines = measure(rexe, "--repeat", str(CALLS + 1), str(f64))[2].strip().splitlines()
+            for line in lines[1:]:  # the first run is the process's cold one
+                t["rust"].append(float(line.split("; cpu ")[1].split(" s")[0]))
+                t["parse"].append(float(line.split("; parse ")[1].split(" s")[0]))
+            env = {**os.environ, "PYTHONPATH": str(pydir)}
+            out = subprocess.run([sys.executable, __file__, "_pycall", str(f64)], env=env,
+                                 check=True, capture_output=True, text=True).stdout
+            got = json.loads(out)
+            t["call"] += got["call"]
+            t["metrics"].append(got["metrics"])
+            t["config"].append(got["config"])
+    for rev, t in times.items():
+        with_metrics = [c + m for c, m in zip(t["call"][::CALLS], t["metrics"], strict=True)]
+        rust_med = statistics.median(t["rust"])
+        print(json.dumps({"figure": "simulate() from Python / Rust (parse + simulate), "
+                                    "64 CPUs x 10 tasks, CPU time of the calling thread",
+                          "revision": rev if rev == "head" else BASE,
+                          "rust_s": spread(t["rust"]), "rust_parse_s": spread(t["parse"]),
+                          "python_call_s": spread(t["call"]),
+                          "python_first_metrics_read_s": spread(t["metrics"]),
+                          "python_first_config_read_s": spread(t["config"]),
+                          "ratio_call_median": statistics.median(t["call"]) / rust_med,
+                          "ratio_call_best": min(t["call"]) / min(t["rust"]),
+                          "ratio_call_and_metrics_median":
+                              statistics.median(with_metrics) / rust_med,
+                          "ratio_call_and_metrics_best": min(with_metrics) / min(t["rust"])}),
+              flush=True)
 
 
 FIGURES = {"rss": rss, "tracing": tracing, "python": python_call}
 
 
 def main() -> int:
+    if sys.argv[1:2] == ["_pycall"]:
+        pycall(sys.argv[2])
+        return 0
     names = sys.argv[1:] or list(FIGURES)
     if any(n not in FIGURES for n in names):
         print(f"usage: bench_memory.py [{' | '.join(FIGURES)}]...", file=sys.stderr)

@@ -282,7 +282,8 @@ impl<'de> de::MapAccess<'de> for DictAccess<'_, '_> {
         // SAFETY: PyDict_Next gave both, non-null, held by the dict
         let (k, v) = unsafe { (Borrowed::from_ptr(py, k), Borrowed::from_ptr(py, v)) };
         self.left = self.left.saturating_sub(1);
-        if !k.is_instance_of::<PyString>() {
+        // the exact type first: a subclass check is a call in the stable ABI
+        if !k.is_exact_instance_of::<PyString>() && !k.is_instance_of::<PyString>() {
             return Err(Error("a dict key is not a string".into()));
         }
         self.value = Some(v);
