@@ -26,10 +26,11 @@ measurement and reads its peak RSS and CPU time from ``wait4``:
   of ``result.config``. Both
   sides: CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``; wall
   time on this loaded 2-core machine varies 2-3x between rounds), warm
-  calls only, back to back (the Rust child runs the call five times and
-  its first, cold run is dropped; Python makes one untimed call first,
-  then as many timed ones per round), results freed after the clock is read
-  on both sides, at least 7 alternating rounds. The Python calls run in a
+  calls only, back to back (each child process, Rust and Python, makes
+  ``WARM`` untimed calls first, then ``CALLS`` timed ones per round: a
+  fresh process is slower for its first two or three calls on both
+  sides), results freed after the clock is read on both sides, at least 7
+  alternating rounds. The Python calls run in a
   child process per round (``_pycall``), with ``PYTHONPATH`` on the
   revision's ``python/``. ``IRQLAB_BENCH_BASE`` (a git revision, optional)
   also times that revision's ``run_config`` and ``_native`` module in the
@@ -62,7 +63,8 @@ from irqlab.tasksets import random_rm_taskset, rm_config  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "3"))
 BASE = os.environ.get("IRQLAB_BENCH_BASE")
-CALLS = 4  # timed calls per round and side (the Rust child runs one more, cold)
+CALLS = 6  # timed calls per round and side
+WARM = 3  # calls before them, not timed (a fresh process is slower for about 3 calls)
 S = 1_000_000_000
 
 
@@ -153,16 +155,21 @@ def tracing(exe: Path, work: Path) -> None:
 
 
 def pycall(cfg_file: str) -> None:
-    """Child process of ``python_call``: one warm-up call (its metrics and
-    configuration read too, as a process that ran before), ``CALLS`` timed calls
+    """Child process of ``python_call``: ``WARM`` warm-up calls (the first
+    with its metrics and configuration read, as a process that ran
+    before), ``CALLS`` timed calls
     back to back, then the first reads of ``metrics`` and ``config`` of a
     third call; prints the CPU times (s) as JSON."""
     from irqlab.sim import simulate
 
-    cfg = json.loads(Path(cfg_file).read_text())
-    warm = simulate(cfg)  # warm: imports, the allocator's arenas
-    warm.metrics, warm.config  # noqa: B018
-    del warm
+    cfg = partitioned(64, 10, 20 * S)  # built in this process, as a caller builds it
+    if json.loads(Path(cfg_file).read_text()) != cfg:
+        raise RuntimeError("the Rust and Python sides would run different models")
+    for i in range(WARM):  # warm: imports, the allocator's arenas
+        warm = simulate(cfg)
+        if i == 0:
+            warm.metrics, warm.config  # noqa: B018
+        del warm
     call = []
     for _ in range(CALLS):  # back to back, as the Rust runs
         t0 = time.thread_time()
@@ -190,8 +197,8 @@ def python_call(exe: Path, work: Path) -> None:
         for rev in (list(revs) if i % 2 == 0 else list(reversed(revs))):
             rexe, pydir = revs[rev]
             t = times[rev]
-            lines = measure(rexe, "--repeat", str(CALLS + 1), str(f64))[2].strip().splitlines()
-            for line in lines[1:]:  # the first run is the process's cold one
+            lines = measure(rexe, "--repeat", str(WARM + CALLS), str(f64))[2].strip().splitlines()
+            for line in lines[WARM:]:  # the first runs of a process are slower
                 t["rust"].append(float(line.split("; cpu ")[1].split(" s")[0]))
                 t["parse"].append(float(line.split("; parse ")[1].split(" s")[0]))
             env = {**os.environ, "PYTHONPATH": str(pydir)}
