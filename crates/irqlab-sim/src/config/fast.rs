@@ -384,10 +384,9 @@ impl<'de, T: Tagged> Visitor<'de> for VecVisitor<T> {
     }
 }
 
-fn tagged_vec<'de, T: Tagged, D: Deserializer<'de>>(d: D) -> Result<Vec<T>, D::Error>
-where
-    T: Deserialize<'de>,
-{
+fn tagged_vec<'de, T: Tagged + Deserialize<'de>, D: Deserializer<'de>>(
+    d: D,
+) -> Result<Vec<T>, D::Error> {
     if exact() {
         Vec::<T>::deserialize(d)
     } else {
