@@ -196,7 +196,12 @@ impl Simulation {
         let cpu = &mut self.cpus[c];
         let dt = now - cpu.last;
         cpu.last = now;
-        if let Some(isr) = cpu.isrs.front_mut() {
+        // (`is_empty` first: a look-up in an empty ordered map still
+        // builds an iterator)
+        if let Some(isr) = (!cpu.isrs.is_empty())
+            .then(|| cpu.isrs.front_mut())
+            .flatten()
+        {
             isr.remaining = isr.remaining.saturating_sub(dt);
             cpu.metrics.isr_ns += dt;
             if self.cfg.path.hypervisor_pays_top_halves() {
@@ -238,12 +243,10 @@ impl Simulation {
                     s.busy += now - from;
                     let w = self.cfg.window;
                     if from < now {
-                        let k = th.server * self.nwin;
-                        let win = &mut self.server_windows[k..k + self.nwin];
                         let i = cpu.window_of(w, from);
-                        match win.get_mut(i) {
+                        match s.windows.get_mut(i) {
                             Some(x) if now <= cpu.win_end => *x += now - from,
-                            _ => add_windows(win, w, from, now),
+                            _ => add_windows(&mut s.windows, w, from, now),
                         }
                     }
                     if let Some(sp) = s.supply.as_mut() {
@@ -268,6 +271,8 @@ impl Simulation {
         self.cpus[c].seg_start = self.now;
     }
 
+    #[cold]
+    #[inline(never)]
     fn draw_segment(&mut self, c: usize) {
         let now = self.now;
         let start = self.cpus[c].seg_start;
@@ -305,7 +310,10 @@ impl Simulation {
         let now = self.now;
         self.advance(c);
         // Top halves first: they own the CPU until done.
-        while let Some(isr) = self.cpus[c].isrs.front() {
+        while let Some(isr) = (!self.cpus[c].isrs.is_empty())
+            .then(|| self.cpus[c].isrs.front())
+            .flatten()
+        {
             if isr.remaining > 0 {
                 let t = now.saturating_add(isr.remaining);
                 self.arm(c, t);
@@ -322,8 +330,9 @@ impl Simulation {
             self.top_half_done(c, isr)?;
             self.cpus[c].need_resched = true;
         }
-        // Then the softirq (linux path): it runs in interrupt context too.
-        if self.softirq_step(c)? {
+        // Then the softirq (linux path): it runs in interrupt context too
+        // (nothing to do, and no call, unless it runs or has a job).
+        if self.cpus[c].softirq.active() && self.softirq_step(c)? {
             return Ok(());
         }
         // The running thread finished its step?
@@ -425,7 +434,7 @@ impl Simulation {
             .sched
             .schedule(Nanos(now))
             .map_err(core_err(|| format!("cpu {c}")))?;
-        if let Some(g) = prev {
+        if let Some(g) = prev.filter(|&g| self.servers[g].sporadic) {
             // replenishment-queue occupancy after the previous server's
             // end_timeslice
             if let Ok(Server::Sporadic(ss)) = self.cpus[c].sched.server(self.servers[g].local) {
@@ -486,6 +495,9 @@ impl Simulation {
     /// incoming server's rise).
     fn switch_thread(&mut self, c: usize, prev: Option<usize>) {
         let sc = &self.cfg.switch_costs;
+        if sc.context_switch == 0 && sc.priority_switch == 0 {
+            return;
+        }
         let quest = match self.cfg.path {
             InterruptPath::Quest | InterruptPath::QuestNoIovcpu => true,
             InterruptPath::Linux => false,
@@ -494,7 +506,7 @@ impl Simulation {
         let (Some(p), Some((t, _))) = (prev, self.cpus[c].running) else {
             return;
         };
-        if p == t || (sc.context_switch == 0 && sc.priority_switch == 0) {
+        if p == t {
             return;
         }
         let (old, new) = (self.threads[p].server, self.threads[t].server);

@@ -87,10 +87,6 @@ pub struct Simulation {
     pub(crate) processed: u64,
     /// Number of metric windows (`duration / window`, rounded up).
     pub(crate) nwin: usize,
-    /// Busy time per server and window: server `g`'s windows are
-    /// `[g * nwin, (g + 1) * nwin)` (one vector for all servers, not one
-    /// each: a model with 10,000 servers allocated 10,000 of them).
-    pub(crate) server_windows: Vec<u64>,
     /// Stopped before the configured duration (`finish` early).
     pub(crate) partial: bool,
     /// Events processed at the current instant (the no-progress guard).
@@ -103,6 +99,9 @@ pub struct Simulation {
     pub(crate) requested_window: Option<u64>,
     /// Per-job and per-request rows (`records`).
     pub(crate) records: Records,
+    /// Every task's flattened program, one after the other (a task's is
+    /// `TaskState::ops`): one allocation for all tasks, not one each.
+    pub(crate) ops: Vec<crate::program::Op>,
 }
 
 /// Wrap a core error with context built only when there is an error.
@@ -213,13 +212,13 @@ impl Simulation {
             flow: 0,
             processed: 0,
             nwin,
-            server_windows: Vec::new(),
             partial: false,
             same_instant: 0,
             instant_limit: MAX_EVENTS_PER_INSTANT,
             delayed_bh: Default::default(),
             requested_window: None,
             records: Records::default(),
+            ops: Vec::new(),
         };
         // the configured servers and tasks are most of the state: room
         // for them at once, not by doubling (each step copies every entry)
@@ -272,18 +271,21 @@ impl Simulation {
             let (server, period) = build_server(&s.policy, s.rank)
                 .map_err(core_err(|| format!("servers[{i}] ({})", s.name)))?;
             let cpu = &mut self.cpus[s.cpu];
+            let sporadic = matches!(server, Server::Sporadic(_));
             let local = cpu
                 .sched
                 .add_server(s.name.clone(), server, ThreadPolicy::FixedPriority)
                 .map_err(core_err(|| format!("servers[{i}]")))?;
             cpu.servers.push(i);
-            self.servers.push(ServerInfo::new(
+            let mut info = ServerInfo::new(
                 std::mem::take(&mut s.name),
                 s.cpu,
                 local,
                 period,
                 supply_of(&s.policy),
-            ));
+            );
+            info.sporadic = sporadic;
+            self.servers.push(info);
         }
         Ok(())
     }

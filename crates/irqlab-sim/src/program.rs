@@ -28,9 +28,18 @@ pub(crate) enum Op {
     Compute(u64),
     Io(usize),
     Sleep(u64),
-    Bind { device: usize, class: usize },
-    LoopStart { count: Option<u64> },
-    LoopEnd { start: usize },
+    Bind {
+        device: usize,
+        class: usize,
+    },
+    LoopStart {
+        count: Option<u64>,
+    },
+    /// `start`: the index of its `LoopStart` in the list the program was
+    /// flattened into (`Simulation::ops`, shared by all tasks).
+    LoopEnd {
+        start: usize,
+    },
 }
 
 pub(crate) fn flatten(phases: &[Phase], out: &mut Vec<Op>) {
@@ -56,7 +65,9 @@ pub(crate) fn flatten(phases: &[Phase], out: &mut Vec<Op>) {
 #[derive(Clone, Debug)]
 pub(crate) struct TaskState {
     pub(crate) task: usize,
-    pub(crate) ops: Vec<Op>,
+    /// Its program: `Simulation::ops[ops.0..ops.1]`; `pc` counts from
+    /// `ops.0`.
+    pub(crate) ops: (usize, usize),
     pub(crate) pc: usize,
     pub(crate) loops: Vec<Option<u64>>,
     /// Release time of the current job.
@@ -76,6 +87,8 @@ impl Simulation {
     /// configuration to the thread (the configuration's is empty
     /// afterwards; the metrics take it from the thread).
     pub(crate) fn add_tasks(&mut self) -> Result<(), SimError> {
+        // most programs are one compute step: room for one op per task
+        self.ops.reserve(self.cfg.tasks.len());
         for i in 0..self.cfg.tasks.len() {
             let t = &mut self.cfg.tasks[i];
             let cpu = self.cfg.servers[t.server].cpu;
@@ -85,8 +98,9 @@ impl Simulation {
                 .map_err(core_err(|| format!("tasks[{i}]")))?;
             let thread = self.threads.len();
             self.cpus[cpu].threads.push(thread);
-            let mut ops = Vec::with_capacity(t.program.len());
-            flatten(&t.program, &mut ops);
+            let start = self.ops.len();
+            flatten(&t.program, &mut self.ops);
+            let ops = (start, self.ops.len());
             self.tasks.push(TaskInfo {
                 thread,
                 released: 0,
@@ -106,7 +120,7 @@ impl Simulation {
                 kind: Kind::Task(TaskState {
                     task: i,
                     ops,
-                    pc: 0,
+                    pc: ops.0,
                     loops: Vec::new(),
                     job: None,
                     backlog: VecDeque::new(),
@@ -137,7 +151,7 @@ impl Simulation {
             let Kind::Task(ts) = &mut self.threads[t].kind else {
                 return Ok(());
             };
-            if ts.pc >= ts.ops.len() {
+            if ts.pc >= ts.ops.1 {
                 // job complete
                 let task = ts.task;
                 if let Some(rel) = ts.job.take() {
@@ -146,7 +160,7 @@ impl Simulation {
                 let Kind::Task(ts) = &mut self.threads[t].kind else {
                     return Ok(());
                 };
-                ts.pc = 0;
+                ts.pc = ts.ops.0;
                 ts.loops.clear();
                 if let Some(r) = ts.backlog.pop_front() {
                     ts.job = Some(r);
@@ -154,7 +168,7 @@ impl Simulation {
                 }
                 return self.park(t);
             }
-            let op = ts.ops[ts.pc];
+            let op = self.ops[ts.pc];
             match op {
                 Op::Compute(ns) => {
                     ts.pc += 1;
@@ -303,7 +317,7 @@ impl Simulation {
             return Ok(());
         }
         ts.job = Some(now);
-        ts.pc = 0;
+        ts.pc = ts.ops.0;
         ts.loops.clear();
         self.run_program(t)
     }
@@ -359,7 +373,7 @@ impl Simulation {
             return Ok(());
         };
         ts.job = ts.backlog.pop_front();
-        ts.pc = 0;
+        ts.pc = ts.ops.0;
         ts.loops.clear();
         if ts.job.is_some() {
             return self.run_program(t);

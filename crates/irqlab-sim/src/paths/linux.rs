@@ -36,6 +36,14 @@ pub(crate) struct Softirq {
     pub(crate) pending: VecDeque<BhJob>,
 }
 
+impl Softirq {
+    /// Running, or holding a bottom half: `softirq_step` has work.
+    #[inline]
+    pub(crate) fn active(&self) -> bool {
+        self.running || self.current.is_some()
+    }
+}
+
 impl Simulation {
     /// One ksoftirqd server and thread per CPU (`linux` path only).
     pub(crate) fn add_ksoftirqd(&mut self) -> Result<(), SimError> {

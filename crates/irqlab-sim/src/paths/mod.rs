@@ -114,13 +114,16 @@ impl Simulation {
         info: impl FnOnce(irqlab_core::ServerId) -> crate::collect::ServerInfo,
         what: impl Fn() -> String,
     ) -> Result<usize, SimError> {
+        let sporadic = matches!(server, irqlab_core::Server::Sporadic(_));
         let local = self.cpus[cpu]
             .sched
             .add_server(name, server, ThreadPolicy::FixedPriority)
             .map_err(core_err(what))?;
         let g = self.servers.len();
         self.cpus[cpu].servers.push(g);
-        self.servers.push(info(local));
+        let mut info = info(local);
+        info.sporadic = sporadic;
+        self.servers.push(info);
         Ok(g)
     }
 
