@@ -17,6 +17,15 @@ the same work on both sides, once the task set is built:
 Neither side includes interpreter start-up or imports (both are imported
 before the first round). Both must complete the same jobs (``same_jobs``).
 ``IRQLAB_BENCH_ROUNDS`` (default 5) sets the rounds.
+
+In the same rounds, two more figures put the SimSo target (1,000x) in scale
+(issue 20): the Rust call alone (``irqlab_sim::simulate`` on the parsed
+configuration) and the floor, a minimal event-driven RM simulator
+(``bench/sim_runner/floor.rs``: one event heap and one ready heap, nothing
+else), on the same set and simulated time, each timed as the CPU time of the
+call in the runner of ``bench/bench_floor.py`` (built here if needed). The
+floor must complete the same jobs. ``floor_over_simso`` is how far any
+simulator of these jobs can get; ``IRQLAB_BENCH_NO_FLOOR=1`` skips both.
 """
 
 from __future__ import annotations
@@ -25,8 +34,11 @@ import json
 import os
 import random
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 from irqlab.sim import simulate
 from irqlab.tasksets import MS, random_rm_taskset, rm_config
@@ -63,6 +75,14 @@ def run_irqlab(tasks) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     return dt, sum(t["completed"] for t in m["tasks"])
 
 
+def run_native(runner: list[str], cfg_file: Path) -> tuple[float, int]:
+    """CPU seconds of one call in the Rust runner (``--floor``: the floor),
+    and the jobs it completed."""
+    out = subprocess.run(runner + [str(cfg_file)], check=True, capture_output=True,
+                         text=True).stdout.split()
+    return int(out[1]) / 1e9, int(out[3])
+
+
 def spread(xs: list[float], digits: int = 1) -> list[float]:
     """min, median, max."""
     return [round(min(xs), digits), round(statistics.median(xs), digits),
@@ -72,16 +92,34 @@ def spread(xs: list[float], digits: int = 1) -> list[float]:
 def main() -> int:
     tasks = random_rm_taskset(random.Random(2026), 10, min_period_ms=10, max_period_ms=100)
     run_simso(tasks[:1])  # imports SimSo before the first timed round
-    simso: list[float] = []
-    ours: list[float] = []
-    jobs = {"simso": 0, "irqlab": 0}
+    native: dict[str, list[str]] = {}
+    if os.environ.get("IRQLAB_BENCH_NO_FLOOR") != "1":
+        from bench_sim_revisions import ROOT, build
+
+        work = Path(tempfile.mkdtemp(prefix="irqlab-sim-floor-"))
+        runner = str(build(ROOT, work, "head", core=True))
+        cfg_file = work / "rm-10-tasks-20s.config.json"
+        cfg_file.write_text(json.dumps(rm_config(tasks, DURATION_MS * MS)))
+        native = {"rust": [runner], "floor": [runner, "--floor"]}
+    times: dict[str, list[float]] = {"simso": [], "irqlab": [], "rust": [], "floor": []}
+    jobs = {"simso": 0, "irqlab": 0, "rust": 0, "floor": 0}
     for r in range(ROUNDS):
-        order = ("simso", "irqlab") if r % 2 == 0 else ("irqlab", "simso")
-        for who in order:
-            dt, n = run_simso(tasks) if who == "simso" else run_irqlab(tasks)
-            (simso if who == "simso" else ours).append(dt)
+        order = ["simso", "irqlab", *native]
+        for who in order if r % 2 == 0 else reversed(order):
+            if who in native:
+                dt, n = run_native(native[who], cfg_file)
+            else:
+                dt, n = run_simso(tasks) if who == "simso" else run_irqlab(tasks)
+            times[who].append(dt)
             jobs[who] = n
+    simso, ours = times["simso"], times["irqlab"]
     ratios = [s / o for s, o in zip(simso, ours, strict=True)]
+    extra: dict[str, object] = {}
+    for who in native:
+        extra[f"{who}_ms_min_med_max"] = spread([x * 1e3 for x in times[who]], 3)
+        extra[f"{who}_over_simso_min_med_max"] = spread(
+            [s / o for s, o in zip(simso, times[who], strict=True)])
+        extra[f"{who}_same_jobs"] = jobs[who] == jobs["simso"]
     print(json.dumps({
         "figure": "sim-jobs-per-second",
         "taskset": "10-task RM, 20 s simulated",
@@ -94,6 +132,7 @@ def main() -> int:
         "simso_jobs_per_s_median": round(jobs["simso"] / statistics.median(simso)),
         "irqlab_over_simso_min_med_max": spread(ratios),
         "irqlab_over_simso_per_round": [round(x, 1) for x in ratios],
+        **extra,
     }))
     return 0
 
