@@ -225,6 +225,23 @@ impl Simulation {
         sim.servers.reserve(sim.cfg.servers.len());
         sim.threads.reserve(sim.cfg.tasks.len());
         sim.tasks.reserve_exact(sim.cfg.tasks.len());
+        // and each CPU's: its configured servers, and their tasks
+        let mut per_cpu = vec![(0usize, 0usize); ncpu];
+        for s in &sim.cfg.servers {
+            if let Some(n) = per_cpu.get_mut(s.cpu) {
+                n.0 += 1;
+            }
+        }
+        for t in &sim.cfg.tasks {
+            let cpu = sim.cfg.servers.get(t.server).map(|s| s.cpu);
+            if let Some(n) = cpu.and_then(|c| per_cpu.get_mut(c)) {
+                n.1 += 1;
+            }
+        }
+        for (cpu, (servers, threads)) in sim.cpus.iter_mut().zip(per_cpu) {
+            cpu.servers.reserve_exact(servers);
+            cpu.threads.reserve_exact(threads);
+        }
         sim.add_servers()?;
         sim.add_tasks()?;
         sim.add_class_threads()?;
@@ -361,7 +378,9 @@ impl Simulation {
             self.processed += 1;
             match cpu {
                 Some(c) => {
-                    self.timers.set(c, None);
+                    // the fired timer stays in `timers` while the CPU is
+                    // re-evaluated: re-arming overwrites it (one update of
+                    // the tree, not two); it is cleared below otherwise
                     self.cpus[c].armed = None;
                     self.dirty.mark(c);
                 }
@@ -371,7 +390,11 @@ impl Simulation {
                     }
                 }
             }
-            self.settle()?;
+            let settled = self.settle();
+            if let Some(c) = cpu.filter(|&c| self.cpus[c].armed.is_none()) {
+                self.timers.set(c, None);
+            }
+            settled?;
         }
         self.now = self.now.max(until);
         Ok(())
