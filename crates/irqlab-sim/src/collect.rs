@@ -121,21 +121,19 @@ fn to_f64(x: u64) -> f64 {
 }
 
 /// Each window's value over its length (CPU shares), in the vector that
-/// held the values (`u64` and `f64` have one size and alignment, so the
+/// held the values: each share's bits replace its value, then the vector
+/// is reinterpreted (`u64` and `f64` have one size and alignment, so the
 /// collect reuses the allocation: no second vector, no fresh pages).
-pub(crate) fn window_fractions(v: Vec<u64>, w: u64, dur: u64) -> Vec<f64> {
-    let full = (dur / w) as usize;
+pub(crate) fn window_fractions(mut v: Vec<u64>, w: u64, dur: u64) -> Vec<f64> {
+    let full = ((dur / w) as usize).min(v.len());
     let wf = to_f64(w);
-    v.into_iter()
-        .enumerate()
-        .map(|(k, b)| {
-            if k < full {
-                to_f64(b) / wf
-            } else {
-                to_f64(b) / to_f64(window_len(k, w, dur))
-            }
-        })
-        .collect()
+    for b in &mut v[..full] {
+        *b = (to_f64(*b) / wf).to_bits();
+    }
+    for (k, b) in v.iter_mut().enumerate().skip(full) {
+        *b = (to_f64(*b) / to_f64(window_len(k, w, dur))).to_bits();
+    }
+    v.into_iter().map(f64::from_bits).collect()
 }
 
 /// Add the interval `[a, b)` to per-window totals of width `w`.
@@ -393,5 +391,26 @@ impl Simulation {
         for d in &mut self.devices {
             d.bytes_windows.truncate(n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shares of full windows and of a last, shorter one, exactly as the
+    /// direct division gives them, in the allocation of the values.
+    #[test]
+    fn window_fractions_divide_in_place() {
+        let (w, dur) = (1_000u64, 3_500u64);
+        let v = vec![1_000, 250, 0, 499];
+        let want: Vec<f64> = vec![1.0, 0.25, 0.0, 499.0 / 500.0];
+        let ptr = v.as_ptr() as usize;
+        let got = window_fractions(v, w, dur);
+        assert_eq!(got, want);
+        assert_eq!(got.as_ptr() as usize, ptr, "the vector was copied");
+        // values too large for `i64` take the exact unsigned path
+        let big = window_fractions(vec![u64::MAX], u64::MAX, u64::MAX);
+        assert_eq!(big, vec![1.0]);
     }
 }
