@@ -33,7 +33,7 @@ pub(crate) struct ServerInfo {
     pub(crate) ops_seen: u64,
     /// VCPU response times (deferrable and sporadic servers). Boxed: it
     /// holds a latency recorder (most of its size), and most servers have
-    /// none, so a server's state stays small (10,000 servers: 1.1 MB, not
+    /// none, so a server's state stays small (10,000 servers: 1.4 MB, not
     /// 4.6 MB, of memory touched, in cache and faulted in).
     pub(crate) supply: Option<Box<VcpuSupply>>,
     /// In its CPU's `whole_watch`.
@@ -42,7 +42,7 @@ pub(crate) struct ServerInfo {
     /// becomes the metrics' `share_windows` in place.
     pub(crate) windows: Vec<u64>,
     /// A sporadic server (its replenishment-queue statistics are read at
-    /// each dispatch it leaves); set once every server exists.
+    /// each dispatch it leaves); set when the server is added.
     pub(crate) sporadic: bool,
 }
 

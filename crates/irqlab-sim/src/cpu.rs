@@ -71,11 +71,18 @@ impl IsrQueue {
     pub(crate) fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
-    /// The running (first) top half.
+    /// The running (first) top half. (`is_empty` first: a look-up in an
+    /// empty ordered map still builds an iterator, at every event.)
     pub(crate) fn front(&self) -> Option<&Isr> {
+        if self.queue.is_empty() {
+            return None;
+        }
         self.queue.values().next()
     }
     pub(crate) fn front_mut(&mut self) -> Option<&mut Isr> {
+        if self.queue.is_empty() {
+            return None;
+        }
         self.queue.values_mut().next()
     }
     pub(crate) fn pop_front(&mut self) -> Option<Isr> {
@@ -196,12 +203,7 @@ impl Simulation {
         let cpu = &mut self.cpus[c];
         let dt = now - cpu.last;
         cpu.last = now;
-        // (`is_empty` first: a look-up in an empty ordered map still
-        // builds an iterator)
-        if let Some(isr) = (!cpu.isrs.is_empty())
-            .then(|| cpu.isrs.front_mut())
-            .flatten()
-        {
+        if let Some(isr) = cpu.isrs.front_mut() {
             isr.remaining = isr.remaining.saturating_sub(dt);
             cpu.metrics.isr_ns += dt;
             if self.cfg.path.hypervisor_pays_top_halves() {
@@ -310,10 +312,7 @@ impl Simulation {
         let now = self.now;
         self.advance(c);
         // Top halves first: they own the CPU until done.
-        while let Some(isr) = (!self.cpus[c].isrs.is_empty())
-            .then(|| self.cpus[c].isrs.front())
-            .flatten()
-        {
+        while let Some(isr) = self.cpus[c].isrs.front() {
             if isr.remaining > 0 {
                 let t = now.saturating_add(isr.remaining);
                 self.arm(c, t);
