@@ -61,6 +61,13 @@ def test_an_invalid_dict_is_worded_by_the_json_path() -> None:
     cfg["tasks"][0]["colour"] = "red"
     with pytest.raises(ValueError, match=r"tasks\[0\]\.colour: unknown field `colour`, expected"):
         simulate(cfg)
+    # beside an unbounded policy too (it used to be ignored there)
+    cfg = small()
+    cfg["servers"][0] = {"name": "u", "policy": "unbounded", "rank": 1, "colour": "red"}
+    with pytest.raises(ValueError, match=r"servers\[0\]: unknown field `colour`"):
+        simulate(cfg)
+    with pytest.raises(ValueError, match=r"servers\[0\]: unknown field `colour`"):
+        simulate(json.loads(json.dumps(cfg)))
 
 
 def test_tuples_and_dict_subclasses_are_read_as_lists_and_dicts() -> None:

@@ -84,7 +84,7 @@ fn default_softirq_time() -> u64 {
     2_000_000
 }
 fn default_ksoftirqd() -> PolicyCfg {
-    PolicyCfg::Unbounded
+    PolicyCfg::Unbounded {}
 }
 fn default_ksoftirqd_rank() -> u64 {
     50
@@ -132,8 +132,10 @@ pub enum PolicyCfg {
         runtime: u64,
         period: u64,
     },
-    /// No budget; ordered by the server's `rank` (required).
-    Unbounded,
+    /// No budget; ordered by the server's `rank` (required). A struct
+    /// variant, so that `deny_unknown_fields` refuses other keys beside it
+    /// (serde ignores them next to a unit variant).
+    Unbounded {},
 }
 
 fn default_max_repl() -> usize {

@@ -316,7 +316,7 @@ fn linux_bottom_half(
     if let Some(t) = cfg.tasks.iter().find(|t| binds(&t.program, d)) {
         return Err(format!("task {} rebinds the device at run time", t.name));
     }
-    if !matches!(cfg.linux.ksoftirqd, PolicyCfg::Unbounded) {
+    if !matches!(cfg.linux.ksoftirqd, PolicyCfg::Unbounded {}) {
         return Err("a SCHED_DEADLINE ksoftirqd is not covered".into());
     }
     let rank = cfg.linux.ksoftirqd_rank;
@@ -328,7 +328,7 @@ fn linux_bottom_half(
                     hp.push(Interferer::new(q, p, j));
                 }
             }
-            PolicyCfg::Unbounded if sc.rank.unwrap_or(u64::MAX) <= rank => {
+            PolicyCfg::Unbounded {} if sc.rank.unwrap_or(u64::MAX) <= rank => {
                 // the reader itself waits for this bottom half
                 for (k, t) in cfg
                     .tasks
@@ -346,7 +346,7 @@ fn linux_bottom_half(
                     hp.push(Interferer::new(w, p, 0));
                 }
             }
-            PolicyCfg::Unbounded => {}
+            PolicyCfg::Unbounded {} => {}
             _ => {
                 return Err(format!(
                     "server {}: budgeted fixed-priority servers beside ksoftirqd are not covered",

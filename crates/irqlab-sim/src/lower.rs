@@ -110,7 +110,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
                     runtime: ns(v.runtime),
                     period: t,
                 },
-                Policy::Fifo => PolicyCfg::Unbounded,
+                Policy::Fifo => PolicyCfg::Unbounded {},
             };
             ServerCfg {
                 name: v.name.clone(),

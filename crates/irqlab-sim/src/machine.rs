@@ -170,7 +170,7 @@ pub(crate) fn build_server(
             Server::Cbs(Cbs::new(Nanos(*runtime), Nanos(*period), Nanos(0))?),
             Some(*period),
         ),
-        PolicyCfg::Unbounded => (
+        PolicyCfg::Unbounded {} => (
             Server::Unbounded(Unbounded::new(rank.unwrap_or(u64::MAX))),
             None,
         ),

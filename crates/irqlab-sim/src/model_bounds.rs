@@ -135,7 +135,7 @@ fn fp_key(p: &PolicyCfg, rank: Option<u64>) -> Option<u64> {
         PolicyCfg::Sporadic { period, .. }
         | PolicyCfg::Deferrable { period, .. }
         | PolicyCfg::Polling { period, .. } => Some(rank.unwrap_or(*period)),
-        PolicyCfg::Unbounded => Some(rank.unwrap_or(u64::MAX)),
+        PolicyCfg::Unbounded {} => Some(rank.unwrap_or(u64::MAX)),
         PolicyCfg::Cbs { .. } | PolicyCfg::Pibs { .. } => None,
     }
 }
@@ -563,7 +563,7 @@ fn cpu_bounds(
                     if k2 == i
                         || o.server == t.server
                         || os.cpu != c
-                        || !matches!(os.policy, PolicyCfg::Unbounded)
+                        || !matches!(os.policy, PolicyCfg::Unbounded {})
                     {
                         continue;
                     }

@@ -47,7 +47,7 @@ pub fn policy() -> impl Strategy<Value = PolicyCfg> {
             runtime: b * US,
             period: (b + p) * US
         }),
-        Just(PolicyCfg::Unbounded),
+        Just(PolicyCfg::Unbounded {}),
     ]
 }
 
@@ -239,7 +239,7 @@ pub fn config() -> impl Strategy<Value = SimConfig> {
                         .map(|(i, (policy, rank))| ServerCfg {
                             name: format!("s{i}"),
                             cpu: 0,
-                            rank: if policy == PolicyCfg::Unbounded {
+                            rank: if matches!(policy, PolicyCfg::Unbounded {}) {
                                 Some(rank.unwrap_or(50))
                             } else {
                                 rank

@@ -36,7 +36,7 @@ proptest! {
             seed: 0,
             window: 1_000_000_000,
             servers: ts.iter().enumerate().map(|(i, &(_, t))| ServerCfg {
-                name: format!("s{i}"), cpu: 0, policy: PolicyCfg::Unbounded, rank: Some(t * 64 + i as u64),
+                name: format!("s{i}"), cpu: 0, policy: PolicyCfg::Unbounded {}, rank: Some(t * 64 + i as u64),
             }).collect(),
             tasks: ts.iter().enumerate().map(|(i, &(c, t))| TaskCfg {
                 name: format!("t{i}"), server: i, priority: 1,

@@ -209,3 +209,20 @@ fn a_second_tag_is_a_duplicate_field() {
     let e = derived(&text).expect_err("refused");
     assert!(e.contains("duplicate field `kind`"), "{e}");
 }
+
+/// An unknown key beside `policy: unbounded` is refused, as beside every
+/// other policy (it used to be ignored: serde skips the rest of an object
+/// whose tag names a unit variant).
+#[test]
+fn an_unknown_key_beside_an_unbounded_policy_is_refused() {
+    let mut v = base();
+    v.pointer_mut("/servers/1")
+        .and_then(Value::as_object_mut)
+        .expect("server 1")
+        .insert("colour".into(), json!("red"));
+    for text in [v.to_string(), reversed(&v)] {
+        let e = SimConfig::from_json_str(&text).expect_err("refused");
+        assert!(e.to_string().contains("unknown field `colour`"), "{e}");
+        assert!(fast(&text).is_err() && derived(&text).is_err());
+    }
+}

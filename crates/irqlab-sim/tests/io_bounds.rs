@@ -414,7 +414,7 @@ fn linux_machine(r: &mut Rng) -> SimConfig {
     // I/O VCPUs stay as idle servers (no class uses them on linux)
     for (s, sc) in cfg.servers.iter_mut().enumerate() {
         if matches!(sc.policy, PolicyCfg::Sporadic { .. }) {
-            sc.policy = PolicyCfg::Unbounded;
+            sc.policy = PolicyCfg::Unbounded {};
             sc.rank = Some(30 + 10 * r.below(5) + s as u64);
         }
     }

@@ -42,7 +42,7 @@ fn machine(r: &mut Rng, path: InterruptPath, budgets: bool) -> SimConfig {
                 runtime: c,
                 period: t,
             },
-            (InterruptPath::Linux, _) => PolicyCfg::Unbounded,
+            (InterruptPath::Linux, _) => PolicyCfg::Unbounded {},
             (_, 0) => PolicyCfg::Sporadic {
                 budget: c,
                 period: t,
@@ -58,7 +58,7 @@ fn machine(r: &mut Rng, path: InterruptPath, budgets: bool) -> SimConfig {
                 period: t,
             },
         };
-        let rank = matches!(policy, PolicyCfg::Unbounded).then(|| 10 + s as u64);
+        let rank = matches!(policy, PolicyCfg::Unbounded {}).then(|| 10 + s as u64);
         servers.push(ServerCfg {
             name: format!("s{s}"),
             cpu: 0,
@@ -227,7 +227,7 @@ fn a_later_job_of_the_busy_period_is_the_worst() {
     cfg.servers = vec![ServerCfg {
         name: "fifo".into(),
         cpu: 0,
-        policy: PolicyCfg::Unbounded,
+        policy: PolicyCfg::Unbounded {},
         rank: Some(1),
     }];
     cfg.tasks = vec![

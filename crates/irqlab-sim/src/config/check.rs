@@ -81,7 +81,7 @@ impl SimConfig {
                 | PolicyCfg::Deferrable { budget, .. }
                 | PolicyCfg::Polling { budget, .. } => budget,
                 PolicyCfg::Cbs { runtime, .. } => runtime,
-                PolicyCfg::Pibs { .. } | PolicyCfg::Unbounded => return None,
+                PolicyCfg::Pibs { .. } | PolicyCfg::Unbounded {} => return None,
             };
             Some((format!("servers[{i}] ({})", s.name), b))
         });
@@ -146,7 +146,7 @@ impl SimConfig {
         }
         if !matches!(
             self.linux.ksoftirqd,
-            PolicyCfg::Unbounded | PolicyCfg::Cbs { .. }
+            PolicyCfg::Unbounded {} | PolicyCfg::Cbs { .. }
         ) {
             return Err(bad(
                 "linux.ksoftirqd".into(),
@@ -184,7 +184,7 @@ impl SimConfig {
             if s.cpu >= self.cpus {
                 return Err(bad(format!("servers[{i}].cpu"), s.cpu, "no such CPU"));
             }
-            if s.policy == PolicyCfg::Unbounded && s.rank.is_none() {
+            if matches!(s.policy, PolicyCfg::Unbounded {}) && s.rank.is_none() {
                 return Err(bad(
                     format!("servers[{i}].rank"),
                     "none",

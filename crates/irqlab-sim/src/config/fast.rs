@@ -484,7 +484,7 @@ enum PolicyDef {
         runtime: u64,
         period: u64,
     },
-    Unbounded,
+    Unbounded {},
 }
 
 impl Tagged for Release {
