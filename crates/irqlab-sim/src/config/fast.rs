@@ -487,39 +487,31 @@ enum PolicyDef {
     Unbounded {},
 }
 
-impl Tagged for Release {
-    const TAG: &'static str = "kind";
-    const EXPECTING: &'static str = "internally tagged enum Release";
-    const IS_STRUCT: bool = false;
-    type Outer = NoOuter;
-    type Variant = Release;
-    fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <Release as Deserialize>::deserialize(d)
-    }
-    fn variant<'de, D: Deserializer<'de>>(d: D) -> Result<Release, D::Error> {
-        ReleaseDef::deserialize(d)
-    }
-    fn build<E: de::Error>(v: Release, _: NoOuter) -> Result<Self, E> {
-        Ok(v)
-    }
+/// `Tagged` for an internally tagged enum read on its own (no outer
+/// fields): `$ty` by its tag `$tag`, its variant by the twin `$def`.
+macro_rules! tagged_enum {
+    ($ty:ident, $tag:literal, $def:ident) => {
+        impl Tagged for $ty {
+            const TAG: &'static str = $tag;
+            const EXPECTING: &'static str = concat!("internally tagged enum ", stringify!($ty));
+            const IS_STRUCT: bool = false;
+            type Outer = NoOuter;
+            type Variant = $ty;
+            fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                <$ty as Deserialize>::deserialize(d)
+            }
+            fn variant<'de, D: Deserializer<'de>>(d: D) -> Result<$ty, D::Error> {
+                $def::deserialize(d)
+            }
+            fn build<E: de::Error>(v: $ty, _: NoOuter) -> Result<Self, E> {
+                Ok(v)
+            }
+        }
+    };
 }
 
-impl Tagged for Phase {
-    const TAG: &'static str = "op";
-    const EXPECTING: &'static str = "internally tagged enum Phase";
-    const IS_STRUCT: bool = false;
-    type Outer = NoOuter;
-    type Variant = Phase;
-    fn exact<'de, D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <Phase as Deserialize>::deserialize(d)
-    }
-    fn variant<'de, D: Deserializer<'de>>(d: D) -> Result<Phase, D::Error> {
-        PhaseDef::deserialize(d)
-    }
-    fn build<E: de::Error>(v: Phase, _: NoOuter) -> Result<Self, E> {
-        Ok(v)
-    }
-}
+tagged_enum!(Release, "kind", ReleaseDef);
+tagged_enum!(Phase, "op", PhaseDef);
 
 /// `ServerCfg`'s own fields (the derive's defaults: `cpu` 0, `rank` none).
 #[derive(Default)]
