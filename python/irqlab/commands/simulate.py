@@ -135,11 +135,11 @@ def summary(met: dict[str, Any]) -> None:
         print(f"  task {t['name']}: {t['released']} released, {t['completed']} finished, "
               f"{t['deadline_misses']} misses{late}, mean response {mean}")
     if len(tasks) < len(met["tasks"]):
-        rest = met["tasks"]
-        missing = sum(1 for t in rest if t["deadline_misses"]) - sum(
+        every = met["tasks"]
+        missing = sum(1 for t in every if t["deadline_misses"]) - sum(
             1 for t in tasks if t["deadline_misses"])
-        print(f"  ... {len(rest) - len(tasks)} more tasks ({missing} of them with misses; "
-              f"{sum(t['deadline_misses'] for t in rest)} misses in all): see metrics.json")
+        print(f"  ... {len(every) - len(tasks)} more tasks ({missing} of them with misses; "
+              f"{sum(t['deadline_misses'] for t in every)} misses in all): see metrics.json")
     for s in met["servers"]:
         r = s["response"]
         if met["path"] != "hypervisor" or r is None or not r["count"]:
