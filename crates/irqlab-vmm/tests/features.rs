@@ -157,8 +157,8 @@ fn a_more_urgent_managed_interrupt_nests_on_its_own_pseudo_vcpu() {
         return;
     };
     let r = common::stop_ok(vmm);
-    if let Some(ns) = common::host_stall(&r) {
-        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
+    if let Some(why) = common::host_stall(&r) {
+        irqlab_rt::skipped!("{why}");
         return;
     }
     let (o, i) = (

@@ -63,8 +63,8 @@ fn run(vint: bool) -> Option<VmmReport> {
     }
     let vmm = common::wait_completed(vmm, 0, EVENTS, 3)?;
     let r = common::stop_ok(vmm);
-    if let Some(ns) = common::host_stall(&r) {
-        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
+    if let Some(why) = common::host_stall(&r) {
+        irqlab_rt::skipped!("{why}");
         return None;
     }
     let d = &r.devices[0];
@@ -255,8 +255,8 @@ fn selective_use_only_the_managed_interrupt_runs_while_the_vcpu_is_parked() {
         return;
     };
     let r = common::stop_ok(vmm);
-    if let Some(ns) = common::host_stall(&r) {
-        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
+    if let Some(why) = common::host_stall(&r) {
+        irqlab_rt::skipped!("{why}");
         return;
     }
     for d in &r.devices {

@@ -50,8 +50,26 @@ pub fn vmm_threads() -> Vec<String> {
 
 /// A host stall of 2 ms or more during the run (see
 /// `VmmReport::host_stall_ns`): timing-dependent checks cannot judge it.
-pub fn host_stall(r: &irqlab_vmm::VmmReport) -> Option<u64> {
-    r.host_stall_ns().filter(|&m| m >= 2_000_000)
+/// The reason names which clock saw it (the supervisor's timer or an
+/// unmanaged device's top half), so a skip can be told from a slow path.
+pub fn host_stall(r: &irqlab_vmm::VmmReport) -> Option<String> {
+    let ns = r.host_stall_ns().filter(|&m| m >= 2_000_000)?;
+    let timer = r.runtime.as_ref().and_then(|rt| {
+        rt.supervisors
+            .iter()
+            .filter_map(|s| s.timer_latency.max)
+            .max()
+    });
+    let top: Vec<_> = r
+        .devices
+        .iter()
+        .filter(|d| !d.managed)
+        .map(|d| (d.name.as_str(), d.to_inject.max))
+        .collect();
+    Some(format!(
+        "the host stalled the runtime for {ns} ns (supervisor timer latency max {timer:?} ns; \
+         unmanaged top half to injection max {top:?} ns)"
+    ))
 }
 
 /// Wait until device `d` completed `n` events. On a timeout stop the VM:
@@ -71,8 +89,8 @@ fn wait_until(vmm: Vmm, d: usize, n: u64, secs: u64, done: impl Fn(u64) -> bool)
         return Some(vmm);
     }
     let Stopped { report, error } = vmm.stop();
-    if let (Some(ns), None) = (host_stall(&report), &error) {
-        irqlab_rt::skipped!("the host stalled the runtime for {ns} ns");
+    if let (Some(why), None) = (host_stall(&report), &error) {
+        irqlab_rt::skipped!("{why}");
         return None;
     }
     panic!(
