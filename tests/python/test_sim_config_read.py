@@ -35,6 +35,39 @@ def test_the_direct_reader_reads_every_golden_configuration_as_json_does() -> No
         assert native.read_config(json.loads(text), True) == native.read_config(text), f.name
 
 
+def fresh_keys(obj: object) -> object:
+    """``obj`` with every dict key a new str object of the same text (no
+    two dicts share a key object, as they do when built from source or by
+    ``json.loads``)."""
+    if isinstance(obj, dict):
+        return {"".join(list(k)): fresh_keys(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [fresh_keys(v) for v in obj]
+    return obj
+
+
+def test_the_direct_reader_does_not_depend_on_shared_key_objects() -> None:
+    """The reader remembers the text of the key objects it has seen (by
+    address, for one read): with shared key objects (``json.loads``), with
+    a new object for every key (thousands of them, colliding in its table)
+    and with the dicts of an earlier read freed and their addresses reused,
+    it reads the configuration the JSON text gives."""
+    files = sorted(GOLDEN.glob("*.config.json"))
+    for f in files[::7]:
+        text = f.read_text()
+        want = native.read_config(text)
+        shared = json.loads(text)
+        assert native.read_config(shared, True) == want, f.name
+        assert native.read_config(fresh_keys(shared), True) == want, f.name
+        assert native.read_config(fresh_keys(json.loads(text)), True) == want, f.name
+    # a key object whose text differs from the one last seen at its address
+    a = {"cpus": 2, "duration": 10, "servers": []}
+    native.read_config(a, True)
+    del a
+    b = fresh_keys({"duration": 7, "cpus": 1, "servers": []})
+    assert json.loads(native.read_config(b, True))["duration"] == 7
+
+
 @pytest.mark.parametrize(("path", "value"), [
     (("cpus",), True),              # a bool is an int in Python, never in JSON
     (("duration",), 20_000_000.0),  # a float is never an integer

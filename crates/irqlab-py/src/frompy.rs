@@ -20,7 +20,12 @@
 //! cache line dirtied on objects that are otherwise only read).
 //! Integers are read with one C call that has a fast path for every size
 //! (`PyLong_AsLongLongAndOverflow`; 3.11's `PyLong_AsUnsignedLongLong`
-//! goes through a byte array).
+//! goes through a byte array). The text of a dict key is remembered, for
+//! the length of one read, by the key object's address ([`KeyCache`]):
+//! the dicts of a configuration share a few key objects, so most keys cost
+//! no call into Python.
+
+use std::cell::Cell;
 
 use pyo3::ffi;
 use pyo3::prelude::*;
@@ -32,7 +37,53 @@ use serde::Deserialize;
 /// `T` read from `obj`, as `serde_json::from_str(json.dumps(obj))` would
 /// give it; an error means only "not this way".
 pub fn from_py<T: for<'de> Deserialize<'de>>(obj: &Bound<'_, PyAny>) -> Result<T, Error> {
-    T::deserialize(De(obj.as_borrowed()))
+    let keys = KeyCache::default();
+    T::deserialize(De(obj.as_borrowed(), &keys))
+}
+
+/// Slots of [`KeyCache`] (a power of two).
+const KEY_SLOTS: usize = 64;
+
+/// The UTF-8 text of the dict keys seen in one read, by the key object's
+/// address: the same few key objects (`"name"`, `"period"`: Python shares
+/// the str of a key written in source code) come back in every dict of a
+/// configuration, and each `PyUnicode_AsUTF8AndSize` is a call into
+/// Python. It lives only as long as the read: then no Python code runs and
+/// nothing is freed, so an address still names the same live, immutable
+/// str, whose UTF-8 text lives as long as the str does.
+struct KeyCache {
+    /// `(key address, UTF-8 address, length)`; address 0: empty.
+    slots: [Cell<(usize, usize, usize)>; KEY_SLOTS],
+}
+
+impl Default for KeyCache {
+    fn default() -> KeyCache {
+        KeyCache {
+            slots: [const { Cell::new((0, 0, 0)) }; KEY_SLOTS],
+        }
+    }
+}
+
+impl KeyCache {
+    /// The text of the dict key `k` (an exact str), from the cache when
+    /// this read has seen it.
+    fn text<'s>(&self, k: &'s Bound<'_, PyString>) -> Result<&'s str, Error> {
+        let addr = k.as_ptr() as usize;
+        // objects are 16-byte aligned: the low bits say nothing
+        let slot = &self.slots[(addr >> 4) % KEY_SLOTS];
+        let (a, text, len) = slot.get();
+        if a == addr {
+            // SAFETY: (see `KeyCache`) stored by this read from the str at
+            // `addr`, which is still alive and unchanged, and so is its
+            // UTF-8 text; `'s` borrows that str
+            return Ok(unsafe {
+                std::str::from_utf8_unchecked(std::slice::from_raw_parts(text as *const u8, len))
+            });
+        }
+        let s = k.to_str()?;
+        slot.set((addr, s.as_ptr() as usize, s.len()));
+        Ok(s)
+    }
 }
 
 /// Why the object was not read (the caller reads it again to say why in
@@ -69,7 +120,7 @@ fn unsupported(obj: &Bound<'_, PyAny>) -> Error {
 }
 
 /// One object, borrowed from its container (or from the caller).
-struct De<'a, 'py>(Borrowed<'a, 'py, PyAny>);
+struct De<'a, 'py>(Borrowed<'a, 'py, PyAny>, &'a KeyCache);
 
 impl<'de> de::Deserializer<'de> for De<'_, '_> {
     type Error = Error;
@@ -83,13 +134,13 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
         } else if let Ok(i) = o.cast_exact::<PyInt>() {
             visit_int(i, v)
         } else if let Ok(d) = o.cast_exact::<PyDict>() {
-            visit_dict(d, v)
+            visit_dict(d, v, self.1)
         } else if let Ok(l) = o.cast_exact::<PyList>() {
-            visit_list(l, v)
+            visit_list(l, v, self.1)
         } else if let Ok(s) = o.cast::<PyString>() {
             v.visit_str(s.to_str()?)
         } else if let Ok(d) = o.cast::<PyDict>() {
-            visit_dict(d, v)
+            visit_dict(d, v, self.1)
         } else if let Ok(b) = o.cast::<PyBool>() {
             // before int: a bool is an int in Python, never in JSON
             v.visit_bool(b.is_true())
@@ -102,12 +153,13 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
             }
             v.visit_f64(x)
         } else if let Ok(l) = o.cast::<PyList>() {
-            visit_list(l, v)
+            visit_list(l, v, self.1)
         } else if let Ok(t) = o.cast::<PyTuple>() {
             v.visit_seq(SeqAccess {
                 len: t.len(),
                 items: Items::Tuple(t.as_borrowed()),
                 next: 0,
+                keys: self.1,
             })
         } else if o.is_none() {
             v.visit_unit()
@@ -161,6 +213,7 @@ impl<'de> de::Deserializer<'de> for De<'_, '_> {
                 v.visit_enum(EnumAccess {
                     name: name.to_str()?.to_owned(),
                     value,
+                    keys: self.1,
                 })
             }
             _ => Err(Error("an enum dict must have exactly one key".into())),
@@ -194,20 +247,30 @@ fn visit_int<'de, V: Visitor<'de>>(i: &Bound<'_, PyInt>, v: V) -> Result<V::Valu
     }
 }
 
-fn visit_dict<'de, V: Visitor<'de>>(d: &Bound<'_, PyDict>, v: V) -> Result<V::Value, Error> {
+fn visit_dict<'de, V: Visitor<'de>>(
+    d: &Bound<'_, PyDict>,
+    v: V,
+    keys: &KeyCache,
+) -> Result<V::Value, Error> {
     v.visit_map(DictAccess {
         dict: d.as_borrowed(),
         pos: 0,
         value: None,
         left: d.len(),
+        keys,
     })
 }
 
-fn visit_list<'de, V: Visitor<'de>>(l: &Bound<'_, PyList>, v: V) -> Result<V::Value, Error> {
+fn visit_list<'de, V: Visitor<'de>>(
+    l: &Bound<'_, PyList>,
+    v: V,
+    keys: &KeyCache,
+) -> Result<V::Value, Error> {
     v.visit_seq(SeqAccess {
         len: l.len(),
         items: Items::List(l.as_borrowed()),
         next: 0,
+        keys,
     })
 }
 
@@ -220,6 +283,7 @@ struct SeqAccess<'a, 'py> {
     items: Items<'a, 'py>,
     next: usize,
     len: usize,
+    keys: &'a KeyCache,
 }
 
 impl<'de> de::SeqAccess<'de> for SeqAccess<'_, '_> {
@@ -249,7 +313,7 @@ impl<'de> de::SeqAccess<'de> for SeqAccess<'_, '_> {
         // SAFETY: an item of the container borrowed for 'a, or null (an
         // error is then set and taken)
         let item = unsafe { Borrowed::from_ptr_or_err(py, ptr) }?;
-        seed.deserialize(De(item)).map(Some)
+        seed.deserialize(De(item, self.keys)).map(Some)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -262,6 +326,7 @@ struct DictAccess<'a, 'py> {
     pos: ffi::Py_ssize_t,
     value: Option<Borrowed<'a, 'py, PyAny>>,
     left: usize,
+    keys: &'a KeyCache,
 }
 
 impl<'de> de::MapAccess<'de> for DictAccess<'_, '_> {
@@ -282,12 +347,16 @@ impl<'de> de::MapAccess<'de> for DictAccess<'_, '_> {
         // SAFETY: PyDict_Next gave both, non-null, held by the dict
         let (k, v) = unsafe { (Borrowed::from_ptr(py, k), Borrowed::from_ptr(py, v)) };
         self.left = self.left.saturating_sub(1);
+        self.value = Some(v);
         // the exact type first: a subclass check is a call in the stable ABI
-        if !k.is_exact_instance_of::<PyString>() && !k.is_instance_of::<PyString>() {
+        if let Ok(k) = k.cast_exact::<PyString>() {
+            let de: de::value::StrDeserializer<'_, Error> = self.keys.text(k)?.into_deserializer();
+            return seed.deserialize(de).map(Some);
+        }
+        if !k.is_instance_of::<PyString>() {
             return Err(Error("a dict key is not a string".into()));
         }
-        self.value = Some(v);
-        seed.deserialize(De(k)).map(Some)
+        seed.deserialize(De(k, self.keys)).map(Some)
     }
 
     fn next_value_seed<V: DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Error> {
@@ -295,7 +364,7 @@ impl<'de> de::MapAccess<'de> for DictAccess<'_, '_> {
             .value
             .take()
             .ok_or_else(|| Error("a dict value without its key".into()))?;
-        seed.deserialize(De(value))
+        seed.deserialize(De(value, self.keys))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -303,28 +372,29 @@ impl<'de> de::MapAccess<'de> for DictAccess<'_, '_> {
     }
 }
 
-struct EnumAccess<'py> {
+struct EnumAccess<'a, 'py> {
     name: String,
     value: Bound<'py, PyAny>,
+    keys: &'a KeyCache,
 }
 
-impl<'de, 'py> de::EnumAccess<'de> for EnumAccess<'py> {
+impl<'de, 'a, 'py> de::EnumAccess<'de> for EnumAccess<'a, 'py> {
     type Error = Error;
-    type Variant = VariantAccess<'py>;
+    type Variant = VariantAccess<'a, 'py>;
 
     fn variant_seed<S: DeserializeSeed<'de>>(
         self,
         seed: S,
-    ) -> Result<(S::Value, VariantAccess<'py>), Error> {
+    ) -> Result<(S::Value, VariantAccess<'a, 'py>), Error> {
         let de: de::value::StringDeserializer<Error> = self.name.into_deserializer();
         let name = seed.deserialize(de)?;
-        Ok((name, VariantAccess(self.value)))
+        Ok((name, VariantAccess(self.value, self.keys)))
     }
 }
 
-struct VariantAccess<'py>(Bound<'py, PyAny>);
+struct VariantAccess<'a, 'py>(Bound<'py, PyAny>, &'a KeyCache);
 
-impl<'de> de::VariantAccess<'de> for VariantAccess<'_> {
+impl<'de> de::VariantAccess<'de> for VariantAccess<'_, '_> {
     type Error = Error;
 
     fn unit_variant(self) -> Result<(), Error> {
@@ -337,11 +407,11 @@ impl<'de> de::VariantAccess<'de> for VariantAccess<'_> {
     }
 
     fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, Error> {
-        seed.deserialize(De(self.0.as_borrowed()))
+        seed.deserialize(De(self.0.as_borrowed(), self.1))
     }
 
     fn tuple_variant<V: Visitor<'de>>(self, _: usize, v: V) -> Result<V::Value, Error> {
-        de::Deserializer::deserialize_any(De(self.0.as_borrowed()), v)
+        de::Deserializer::deserialize_any(De(self.0.as_borrowed(), self.1), v)
     }
 
     fn struct_variant<V: Visitor<'de>>(
@@ -349,6 +419,6 @@ impl<'de> de::VariantAccess<'de> for VariantAccess<'_> {
         _: &'static [&'static str],
         v: V,
     ) -> Result<V::Value, Error> {
-        de::Deserializer::deserialize_any(De(self.0.as_borrowed()), v)
+        de::Deserializer::deserialize_any(De(self.0.as_borrowed(), self.1), v)
     }
 }
