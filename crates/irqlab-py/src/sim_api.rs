@@ -84,6 +84,28 @@ fn readable(msg: &str) -> String {
 /// cost nothing.
 const SLICE_TARGET: Duration = Duration::from_millis(100);
 
+/// Most a slice grows from one to the next.
+const SLICE_GROWTH: u64 = 16;
+
+/// The simulated time of the next slice, after one of `slice` ns took
+/// `took` (wall clock): scaled towards [`SLICE_TARGET`] at the rate just
+/// measured when it was well under it, by at most [`SLICE_GROWTH`] (so a
+/// run reaches its pace in a few slices, and every hand-over of the GIL
+/// between slices is paid a few times, not once per doubling), halved when
+/// it took more than twice the target.
+fn next_slice(slice: u64, took: Duration) -> u64 {
+    if took < SLICE_TARGET / 4 {
+        let took = took.as_nanos().max(1);
+        let factor = (SLICE_TARGET.as_nanos() / took).clamp(2, u128::from(SLICE_GROWTH));
+        // `factor` is at most SLICE_GROWTH, so it fits in a u64
+        slice.saturating_mul(factor as u64)
+    } else if took > SLICE_TARGET * 2 {
+        (slice / 2).max(1_000)
+    } else {
+        slice
+    }
+}
+
 /// `(outcome, trace_json, interrupted, records)`.
 type RunResult<'py> = (Outcome, String, bool, Bound<'py, PyDict>);
 
@@ -165,12 +187,7 @@ fn run<'py>(
         let until = sim.now().saturating_add(slice).min(duration);
         let t0 = Instant::now();
         py.detach(|| crate::guard("simulate", || sim.run_until(until).map_err(err)))?;
-        let took = t0.elapsed();
-        if took < SLICE_TARGET / 4 {
-            slice = slice.saturating_mul(2);
-        } else if took > SLICE_TARGET * 2 {
-            slice = (slice / 2).max(1_000);
-        }
+        slice = next_slice(slice, t0.elapsed());
         let step = py.check_signals().and_then(|()| match &progress {
             Some(cb) => cb
                 .call1((sim.now(), duration, sim.events_processed()))
@@ -216,8 +233,12 @@ fn le<T: Copy, const N: usize>(v: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
     v.iter().flat_map(|&x| f(x)).collect()
 }
 
-/// `{"jobs": {column: bytes}, "requests": {column: bytes}}`.
+/// `{"jobs": {column: bytes}, "requests": {column: bytes}}`, or `{}` when
+/// nothing was recorded (`records` off, the usual case: no objects made).
 fn records_to_py<'py>(py: Python<'py>, r: &Records) -> PyResult<Bound<'py, PyDict>> {
+    if r.job_task.is_empty() && r.req_device.is_empty() {
+        return Ok(PyDict::new(py));
+    }
     let jobs = PyDict::new(py);
     jobs.set_item("task", PyBytes::new(py, &le(&r.job_task, u32::to_le_bytes)))?;
     jobs.set_item(
