@@ -205,6 +205,11 @@ def test_dispatch_claims_by_hand() -> None:
     assert checks[2].irqlab == pytest.approx(5 / (50 / 45), abs=0.01)
     assert len(checks) == 3 and all(x.holds for x in checks)
     assert not any(x.falsifier.holds for x in checks if x.falsifier)
+    # every loaded point of one mechanism failed (a row with an error):
+    # the measurement is incomplete, not a division by zero
+    rtt["other"]["sigio"] = {0: 40.0}
+    with pytest.raises(KeyError, match="sigio under load"):
+        upcall_dispatch.claims(rtt, jit, bw, "irqlab-upcall", 4)
 
 
 def test_measured_models_are_valid(tmp_path: Path) -> None:

@@ -105,6 +105,8 @@ def growth(c: dict[str, dict[int, float]], mech: str, inverse: bool) -> float:
     bandwidth). One point of a heavy-tailed mean does not decide it."""
     idle = c[mech][0]
     loaded = [v for h, v in c[mech].items() if h > 0]
+    if not loaded:  # every loaded point failed: reported as incomplete
+        raise KeyError(f"{mech} under load")
     mean = sum(loaded) / len(loaded)
     return ratio(idle, mean) if inverse else ratio(mean, idle)
 
