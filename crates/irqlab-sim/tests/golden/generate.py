@@ -2,8 +2,9 @@
 
 Every system the shipped scenarios and the ``irqlab reproduce`` experiments
 (quick mode) hand to the simulator is recorded: its resolved configuration
-(``NAME.config.json``) and the metrics the simulator returned for it
-(``NAME.metrics.json``, the exact JSON text of ``irqlab._native.sim.run``).
+(``NAME.config.json``); the metrics of each (``NAME.metrics.json``, the
+``metrics.json`` text) are then written by the Rust test itself
+(``IRQLAB_GOLDEN_WRITE=1``), so the text compared is the text written.
 The Rust test runs each configuration and compares the metrics byte for byte,
 so a refactoring or optimisation of the simulator that changes any result
 fails. Regenerate only on purpose (a change of behaviour, stated in the
@@ -14,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -26,20 +29,21 @@ HERE = Path(__file__).resolve().parent
 
 
 class _Recorder:
-    """Stands in for ``irqlab._native.sim``: records each call."""
+    """Stands in for ``irqlab._native.sim``: records the configuration of
+    each ``run`` (a dict, or its JSON text), then runs it."""
 
     def __init__(self, native: object) -> None:
         self.native = native
         self.label = ""
-        self.seen: dict[str, tuple[str, str, str]] = {}
+        self.seen: dict[str, tuple[str, str]] = {}
 
-    def run(self, config_json: str) -> tuple[str, ...]:
-        out = self.native.run(config_json)  # type: ignore[attr-defined]
-        metrics = out[0]
-        digest = hashlib.sha256(config_json.encode()).hexdigest()[:10]
+    def run(self, config: object, *args: object) -> object:
+        cfg = json.loads(config) if isinstance(config, str) else config
+        text = json.dumps(cfg, sort_keys=True)
+        digest = hashlib.sha256(text.encode()).hexdigest()[:10]
         if digest not in self.seen:
-            self.seen[digest] = (self.label, config_json, metrics)
-        return tuple(out)
+            self.seen[digest] = (self.label, text)
+        return self.native.run(config, *args)  # type: ignore[attr-defined]
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.native, name)
@@ -58,13 +62,13 @@ def main() -> int:
     for old in HERE.glob("*.json"):
         old.unlink()
     counts: dict[str, int] = {}
-    for label, config_json, metrics in rec.seen.values():
+    for label, text in rec.seen.values():
         k = counts.get(label, 0)
         counts[label] = k + 1
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{label}-{k:03d}")
-        cfg = json.loads(config_json)
-        (HERE / f"{stem}.config.json").write_text(json.dumps(cfg, sort_keys=True) + "\n")
-        (HERE / f"{stem}.metrics.json").write_text(metrics + "\n")
+        (HERE / f"{stem}.config.json").write_text(text + "\n")
+    subprocess.run(["cargo", "test", "-q", "-p", "irqlab-sim", "--release", "--test", "golden"],
+                   check=True, env={**os.environ, "IRQLAB_GOLDEN_WRITE": "1"})
     print(f"{len(rec.seen)} systems from {len(counts)} sources", file=sys.stderr)
     return 0
 
