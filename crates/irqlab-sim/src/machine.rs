@@ -432,6 +432,7 @@ impl Simulation {
             self.advance(c);
             self.close_segment(c);
         }
+        self.trace.end_at(end);
         for s in &mut self.servers {
             if let Some(sp) = s.supply.as_mut() {
                 sp.finish(end);

@@ -411,6 +411,24 @@ impl Trace {
         self.push(Kind::FlowEnd, cpu, t, 0, 0, f.name, id, false);
     }
 
+    /// The run ended at `end`: a flow that ends there leads into a slice
+    /// of no length, which is never drawn, so it is dropped with its start.
+    pub fn end_at(&mut self, end: u64) {
+        let gone: std::collections::HashSet<u64> = self
+            .recs
+            .iter()
+            .filter(|r| r.kind == Kind::FlowEnd && r.ts >= end)
+            .map(|r| r.a)
+            .collect();
+        if gone.is_empty() {
+            return;
+        }
+        self.recs.retain(|r| {
+            !(matches!(r.kind, Kind::FlowStart | Kind::FlowEnd) && gone.contains(&r.a))
+        });
+        self.count -= 2 * gone.len();
+    }
+
     /// Remaining budget of `server` at a dispatch (`None`: unlimited).
     pub fn budget(&mut self, cpu: usize, server: usize, t: u64, budget: Option<u64>) {
         if !self.room(t, 1) {
