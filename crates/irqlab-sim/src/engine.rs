@@ -89,6 +89,10 @@ impl Dirty {
     pub(crate) fn mark(&mut self, c: usize) {
         self.words[c / 64] |= 1 << (c % 64);
     }
+    /// No CPU marked.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.words.iter().all(|&w| w == 0)
+    }
     /// The lowest marked CPU, unmarked.
     pub(crate) fn take_first(&mut self) -> Option<usize> {
         let (i, w) = self.words.iter_mut().enumerate().find(|(_, w)| **w != 0)?;

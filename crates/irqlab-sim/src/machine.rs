@@ -376,21 +376,21 @@ impl Simulation {
             }
             self.now = time;
             self.processed += 1;
-            match cpu {
+            let settled = match cpu {
                 Some(c) => {
                     // the fired timer stays in `timers` while the CPU is
                     // re-evaluated: re-arming overwrites it (one update of
                     // the tree, not two); it is cleared below otherwise
                     self.cpus[c].armed = None;
-                    self.dirty.mark(c);
+                    self.settle_from(c)
                 }
                 None => {
                     if let Some(kind) = self.events.pop() {
                         self.handle(kind)?;
                     }
+                    self.settle()
                 }
-            }
-            let settled = self.settle();
+            };
             if let Some(c) = cpu.filter(|&c| self.cpus[c].armed.is_none()) {
                 self.timers.set(c, None);
             }

@@ -11,6 +11,11 @@
 //! * A release while the previous job is unfinished is queued (backlog),
 //!   as a periodic thread's would be; a job still unfinished past its
 //!   deadline at the end of the run is a miss too.
+//! * A program of one compute step (every plain periodic task) is a
+//!   property of the model, not of a benchmark: its release starts the
+//!   step and its completion ends the job without the interpreter
+//!   (`TaskState::single`), with exactly the interpreter's effects (a test
+//!   compares it with the same step inside a loop run once).
 
 use std::collections::VecDeque;
 
@@ -80,6 +85,11 @@ pub(crate) struct TaskState {
     /// The current job was aborted at its deadline while blocked: drop it
     /// when it resumes (`abort_on_miss`).
     pub(crate) aborted: Option<u64>,
+    /// The program is one compute step of this length: a job is that step,
+    /// started at the release (`release`) and ended at its completion
+    /// (`step_done`) without the interpreter (`run_program`), which would
+    /// take the same steps (issue 20).
+    pub(crate) single: Option<u64>,
 }
 
 impl Simulation {
@@ -101,6 +111,10 @@ impl Simulation {
             let start = self.ops.len();
             flatten(&t.program, &mut self.ops);
             let ops = (start, self.ops.len());
+            let single = match self.ops[start..] {
+                [Op::Compute(ns)] => Some(ns),
+                _ => None,
+            };
             self.tasks.push(TaskInfo {
                 thread,
                 released: 0,
@@ -127,6 +141,7 @@ impl Simulation {
                     waiting_io: None,
                     returning: None,
                     aborted: None,
+                    single,
                 }),
             });
         }
@@ -317,9 +332,40 @@ impl Simulation {
             return Ok(());
         }
         ts.job = Some(now);
+        if let Some(ns) = ts.single {
+            // `run_program`'s one step: the compute starts (no loop is open)
+            ts.pc = ts.ops.1;
+            self.threads[t].remaining = ns;
+            return self.ensure_active(t);
+        }
         ts.pc = ts.ops.0;
         ts.loops.clear();
         self.run_program(t)
+    }
+
+    /// The compute step of a one-step program (`TaskState::single`) of
+    /// task thread `t` is done: what `run_program` does at the end of the
+    /// program -- the job completes, and the next queued job starts its
+    /// step at once, or the thread blocks.
+    pub(crate) fn single_done(&mut self, t: usize, ns: u64) -> Result<(), SimError> {
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(());
+        };
+        if let Some(rel) = ts.job.take() {
+            let task = ts.task;
+            self.job_done(task, rel);
+        }
+        let Kind::Task(ts) = &mut self.threads[t].kind else {
+            return Ok(());
+        };
+        if let Some(r) = ts.backlog.pop_front() {
+            ts.job = Some(r);
+            ts.pc = ts.ops.1;
+            self.threads[t].remaining = ns;
+            return self.ensure_active(t);
+        }
+        ts.pc = ts.ops.0;
+        self.park(t)
     }
 
     /// The relative deadline of `task`'s jobs (periodic tasks only).

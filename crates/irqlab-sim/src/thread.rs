@@ -139,10 +139,16 @@ impl Simulation {
     pub(crate) fn step_done(&mut self, t: usize) -> Result<(), SimError> {
         match &mut self.threads[t].kind {
             Kind::Task(ts) => {
+                // (a one-step program's step ends its job: no interpreter;
+                // it never returns from I/O)
+                let single = ts.single.filter(|_| ts.pc == ts.ops.1);
                 if let Some((dev, since)) = ts.returning.take() {
                     self.request_done(dev, since);
                 }
-                self.run_program(t)
+                match single {
+                    Some(ns) => self.single_done(t, ns),
+                    None => self.run_program(t),
+                }
             }
             Kind::BottomHalf { current, .. } => {
                 if let Some(job) = current.take() {
