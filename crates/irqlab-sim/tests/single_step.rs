@@ -18,8 +18,8 @@ use proptest::prelude::*;
 fn outcome(mut cfg: SimConfig) -> Result<(String, String), String> {
     cfg.records.jobs = true;
     let mut sim = Simulation::new(cfg).map_err(|e| e.to_string())?;
-    let end = u64::MAX;
-    sim.run_until(end).map_err(|e| e.to_string())?;
+    // (to the configured duration)
+    sim.run_until(u64::MAX).map_err(|e| e.to_string())?;
     let records = format!("{:?}", sim.take_records());
     let (m, _) = sim.finish().map_err(|e| e.to_string())?;
     Ok((
