@@ -54,7 +54,7 @@ pub const HISTOGRAM_BINS: usize = 32;
 /// most `HISTOGRAM_BINS` bins of consecutive buckets, in one vector (none
 /// for an empty histogram).
 fn bins(h: &Histogram) -> Vec<[u64; 3]> {
-    let n = h.buckets().count();
+    let n = h.len();
     let per = n.div_ceil(HISTOGRAM_BINS).max(1);
     let mut out = Vec::with_capacity(n.div_ceil(per));
     let mut it = h.buckets().map(|(lo, w, c)| [lo, lo.saturating_add(w), c]);
@@ -71,14 +71,15 @@ fn bins(h: &Histogram) -> Vec<[u64; 3]> {
 impl Dist {
     pub fn from_recorder(r: &LatencyRecorder) -> Dist {
         let h = r.histogram();
+        let [p50, p99] = h.quantiles([0.5, 0.99]);
         Dist {
             count: r.num(),
             min: r.min().map(|x| x.as_ns()),
             mean: r.mean(),
             max: r.max().map(|x| x.as_ns()),
             std_dev: r.std_dev(),
-            p50: h.quantile(0.5),
-            p99: h.quantile(0.99),
+            p50,
+            p99,
             histogram: bins(h),
         }
     }
