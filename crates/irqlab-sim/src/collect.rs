@@ -128,7 +128,12 @@ pub(crate) fn window_fractions(mut v: Vec<u64>, w: u64, dur: u64) -> Vec<f64> {
     let full = ((dur / w) as usize).min(v.len());
     let wf = to_f64(w);
     for b in &mut v[..full] {
-        *b = (to_f64(*b) / wf).to_bits();
+        // a window without work has a share of 0.0, whose bits are the
+        // value's (0): no division, as for most windows of a server whose
+        // period is longer than the window
+        if *b != 0 {
+            *b = (to_f64(*b) / wf).to_bits();
+        }
     }
     for (k, b) in v.iter_mut().enumerate().skip(full) {
         *b = (to_f64(*b) / to_f64(window_len(k, w, dur))).to_bits();
@@ -245,7 +250,8 @@ impl Simulation {
                         dur,
                         |k, len| {
                             let (n, ops) = (c.calls_windows[k], c.ops_windows[k]);
-                            100.0 * (n as f64 * per_call + ops as f64 * o.repl_op_ns) / len as f64
+                            100.0 * (to_f64(n) * per_call + to_f64(ops) * o.repl_op_ns)
+                                / to_f64(len)
                         },
                     ),
                 }
