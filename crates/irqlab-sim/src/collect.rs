@@ -271,7 +271,7 @@ impl Simulation {
                 ServerMetrics {
                     name: std::mem::take(&mut s.name),
                     cpu: s.cpu,
-                    kind: kind.to_owned(),
+                    kind,
                     busy_ns: s.busy,
                     background_ns: s.background,
                     share: s.busy as f64 / dur as f64,

@@ -129,8 +129,8 @@ pub struct ServerMetrics {
     /// Index of its CPU.
     pub cpu: usize,
     /// Policy: `sporadic`, `pibs`, `deferrable`, `polling`, `cbs` or
-    /// `unbounded`.
-    pub kind: String,
+    /// `unbounded` (one of the core's names: no string per server).
+    pub kind: &'static str,
     /// Foreground execution time (ns).
     pub busy_ns: u64,
     /// Execution in background mode, not charged to the budget (ns).
