@@ -26,11 +26,29 @@ const B: u32 = 8;
 const LIN: u64 = 1 << B;
 const HALF: u64 = 1 << (B - 1);
 
-/// One used bucket of a `Histogram`: its index and its count.
+/// One used bucket of a `Histogram`: its index and its count, in 12 bytes
+/// (the count as two 32-bit halves: no padding, so a bucket costs what the
+/// two columns it replaced did, in one allocation instead of two).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Cell {
     idx: u32,
-    count: u64,
+    lo: u32,
+    hi: u32,
+}
+
+impl Cell {
+    fn new(idx: u32) -> Cell {
+        Cell { idx, lo: 1, hi: 0 }
+    }
+
+    fn count(&self) -> u64 {
+        (self.hi as u64) << 32 | self.lo as u64
+    }
+
+    fn add_one(&mut self) {
+        let c = self.count() + 1;
+        (self.lo, self.hi) = (c as u32, (c >> 32) as u32);
+    }
 }
 
 /// The used buckets of a `Histogram`, in increasing index: the first two
@@ -159,12 +177,12 @@ impl Histogram {
         let n = cells.len();
         // values mostly repeat the largest bucket so far: check it first
         match cells.last_mut() {
-            Some(l) if l.idx == i => l.count += 1,
+            Some(l) if l.idx == i => l.add_one(),
             Some(l) if l.idx > i => match cells.binary_search_by_key(&i, |c| c.idx) {
-                Ok(k) => cells[k].count += 1,
-                Err(k) => self.cells.insert(k, Cell { idx: i, count: 1 }),
+                Ok(k) => cells[k].add_one(),
+                Err(k) => self.cells.insert(k, Cell::new(i)),
             },
-            _ => self.cells.insert(n, Cell { idx: i, count: 1 }),
+            _ => self.cells.insert(n, Cell::new(i)),
         }
         if self.total == 0 {
             (self.min, self.max) = (v, v);
@@ -198,7 +216,7 @@ impl Histogram {
         let mut left = N;
         let mut seen = 0;
         for c in self.cells.as_slice() {
-            seen += c.count;
+            seen += c.count();
             for (o, &rank) in out.iter_mut().zip(&ranks) {
                 if o.is_none() && seen >= rank {
                     let (lo, w) = Histogram::bucket(c.idx as usize);
@@ -217,7 +235,7 @@ impl Histogram {
     pub fn buckets(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
         self.cells.as_slice().iter().map(|c| {
             let (lo, w) = Histogram::bucket(c.idx as usize);
-            (lo, w, c.count)
+            (lo, w, c.count())
         })
     }
 
@@ -561,6 +579,13 @@ mod tests {
         ] {
             assert_eq!(u128_to_f64(x).to_bits(), (x as f64).to_bits(), "{x}");
         }
+        // a bucket's count carries from its low half into its high half
+        let mut c = Cell::new(7);
+        c.lo = u32::MAX;
+        c.add_one();
+        assert_eq!((c.count(), c.idx), (1 << 32, 7));
+        c.add_one();
+        assert_eq!(c.count(), (1 << 32) + 1);
     }
 
     /// The count, minimum and maximum the recorder reports are those of
