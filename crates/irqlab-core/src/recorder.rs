@@ -135,9 +135,9 @@ fn ceil_rank(x: f64) -> u64 {
     }
 }
 
-/// `x as f64` (the same value, rounded the same way), in one instruction
-/// when `x` fits in `i64` (sums of samples: always, below 292 years of
-/// nanoseconds) instead of the general 128-bit conversion.
+/// `x as f64` (the same value, rounded the same way): in one instruction
+/// when `x` fits in `i64` (a sum of samples under 292 years of
+/// nanoseconds), else by the general 128-bit conversion.
 fn u128_to_f64(x: u128) -> f64 {
     match i64::try_from(x) {
         Ok(i) => i as f64,
