@@ -129,7 +129,8 @@ pub struct ServerMetrics {
     /// Index of its CPU.
     pub cpu: usize,
     /// Policy: `sporadic`, `pibs`, `deferrable`, `polling`, `cbs` or
-    /// `unbounded` (one of the core's names: no string per server).
+    /// `unbounded`.
+    // the core's static name: no string allocated per server
     pub kind: &'static str,
     /// Foreground execution time (ns).
     pub busy_ns: u64,
