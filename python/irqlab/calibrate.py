@@ -426,7 +426,7 @@ def parse_trace(text: str, ns_per_tick: float, nic_prefixes: set[str],
             runs[cpu] = _Run(ts, m["comm"].startswith("ksoftirqd"))
         elif ev == "napi_poll" and cpu in runs:
             dm = re.search(r"for device (\S+) work (\d+)", rest)
-            if dm:
+            if dm and int(dm[2]) > 0:  # a poll that found nothing carries no packet
                 path = "nic" if dm[1] in ifaces else "loopback"
                 runs[cpu].work[path] += int(dm[2])
         elif ev == "softirq_exit" and cpu in runs:

@@ -89,6 +89,19 @@ def test_softirq_mean_is_packet_weighted() -> None:
         ("1000ns", "2500ns", "3000ns")
 
 
+def test_a_poll_that_found_nothing_carries_no_packet() -> None:
+    # the NIC's poll found 0 packets in a run whose backlog poll took 2:
+    # the run's 4000 ns go to loopback's 2 packets (no division by zero)
+    t = """ a-1 [000] ..s1. 0: softirq_entry: vec=3 [action=NET_RX]
+ a-1 [000] ..s1. 10: napi_poll: napi struct 1 for device eth0 work 0
+ a-1 [000] ..s1. 20: napi_poll: napi struct 0 for device lo work 2
+ a-1 [000] ..s1. 4000: softirq_exit: vec=3 [action=NET_RX]
+"""
+    k = cal.parse_trace(t, 1.0, {"eth0"}, {"eth0"})
+    assert "nic" not in k
+    assert k["loopback"]["packets"] == 2 and k["loopback"]["softirq"]["mean"] == "2000ns"
+
+
 def _positive_finite(d: dict, name: str) -> None:
     assert d["samples"] >= 1, name
     vals = [cal.stat_ns(d, s) for s in cal.STATS]
