@@ -449,7 +449,8 @@ impl Runtime {
             if let Some((runtime, period)) = sys::fair_server(c) {
                 if runtime > 0 {
                     warnings.push(format!(
-                        "CPU {c}: the fair server may run starved SCHED_OTHER work above                          SCHED_FIFO for {} us every {} us; not changed",
+                        "CPU {c}: the fair server may run starved SCHED_OTHER work above \
+                         SCHED_FIFO for {} us every {} us; not changed",
                         runtime / 1000,
                         period / 1000
                     ));

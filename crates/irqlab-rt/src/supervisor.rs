@@ -168,9 +168,25 @@ fn depleted(st: &CpuState, sid: ServerId) -> bool {
         .unwrap_or(false)
 }
 
+/// How long the supervisor sleeps before its next pass at `next`, when this
+/// pass ended at `now` after `pass` awake: until `next`, but at least
+/// `min_sleep` (shorter sleeps return without a context switch) and at least
+/// `pass` -- the duty-cycle guard, which keeps the supervisor's share of its
+/// CPU at or below about half. Without it, a dispatched server with a few
+/// microseconds of budget left whose thread does not get the CPU (a top
+/// half above it) is polled every `min_sleep`; on a slow host (nested KVM,
+/// passes of 40-55 us) those passes starved the top half, which starved the
+/// thread, which kept the budget -- and the polling -- until the period
+/// ended (`irqlab-vmm storm`, vINT at 80 %: 6 ms of every 10 ms, the decoder
+/// down to 2-7 fps). Enforcement is then as precise as one pass is long.
+fn sleep_for(next: Nanos, now: Nanos, pass: Nanos, min_sleep: Nanos) -> Nanos {
+    next.saturating_sub(now).max(min_sleep).max(pass)
+}
+
 /// The supervisor thread's body.
 pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
     let min_sleep = shared.cfg.min_sleep;
+    let mut woke = sys::now();
     loop {
         let next = {
             let mut st = cpu.lock();
@@ -181,7 +197,7 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
             break;
         }
         let before = sys::now();
-        let timeout = next.map(|t| t.saturating_sub(before).max(min_sleep));
+        let timeout = next.map(|t| sleep_for(t, before, before.saturating_sub(woke), min_sleep));
         let rung = sys::wait_readable(cpu.doorbell.0, timeout);
         if let (false, Some(d)) = (rung, timeout) {
             // Woken by the timer: how late (the enforcement floor).
@@ -189,6 +205,7 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
             cpu.lock().timer_latency.record(late);
         }
         sys::eventfd_drain(cpu.doorbell.0);
+        woke = sys::now();
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
@@ -198,5 +215,25 @@ pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
     // A last pass may have parked a thread after `stop` unparked it.
     for t in &st.threads {
         t.sh.park.unpark();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sleep_until_next_update_but_never_shorter_than_the_pass_or_the_minimum() {
+        let us = Nanos::from_us;
+        let (now, min) = (us(1_000), us(10));
+        // far ahead: the core's next update
+        assert_eq!(sleep_for(us(3_000), now, us(40), min), us(2_000));
+        // a few microseconds of budget left: at least the minimum sleep...
+        assert_eq!(sleep_for(us(1_003), now, us(4), min), us(10));
+        // ...and at least as long as this pass took (the duty-cycle guard)
+        assert_eq!(sleep_for(us(1_003), now, us(45), min), us(45));
+        assert_eq!(sleep_for(us(1_030), now, us(45), min), us(45));
+        // an update already due
+        assert_eq!(sleep_for(us(900), now, us(5), min), us(10));
     }
 }
