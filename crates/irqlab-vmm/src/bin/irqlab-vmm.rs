@@ -7,7 +7,7 @@
 //! * `irqlab-vmm rtt --scheme baseline|baseline_1ms|vint [--seconds S]` --
 //!   VINT Figure 10's UDP round trips on this VMM (JSON);
 //! * `irqlab-vmm storm --scheme baseline|vint [--util PCT] [--no-storm]
-//!   [--seconds S] [--summary]` -- VINT Figure 12's decoder under an
+//!   [--seconds S] [--trace FILE] [--summary]` -- VINT Figure 12's decoder under an
 //!   interrupt storm on this VMM (JSON; `--summary`: one line);
 //! * `irqlab-vmm throughput --scheme baseline|baseline_1ms|vint [--util PCT]
 //!   [--seconds S]` -- VINT Figure 11's UDP stream through the guest's echo,
@@ -396,6 +396,7 @@ fn storm(args: &[String]) -> Result<(), String> {
     if let Some(e) = s.error {
         return Err(e.to_string());
     }
+    trace(args, &s.report)?;
     let g = &s.report.guest;
     let dec = g.tasks.first().ok_or("no decoder task in the report")?;
     let seconds = s.report.duration_ns as f64 / 1e9;
@@ -788,7 +789,7 @@ fn main() -> ExitCode {
         Some("storm") => storm(&args[1..]),
         Some("throughput") => throughput(&args[1..]),
         Some("cost") => cost(&args[1..]),
-        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--no-reraise] [--seconds S] [--summary] | throughput --scheme baseline|baseline_1ms|vint [--util PCT] [--seconds S] | cost --scheme baseline|vint [--events N] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE] [--summary]".into()),
+        _ => Err("usage: irqlab-vmm probe | exits | model FILE.yaml [--seconds S] [--trace FILE] | rtt --scheme baseline|baseline_1ms|vint [--seconds S] | storm --scheme baseline|vint [--util PCT] [--no-storm] [--no-reraise] [--seconds S] [--trace FILE] [--summary] | throughput --scheme baseline|baseline_1ms|vint [--util PCT] [--seconds S] | cost --scheme baseline|vint [--events N] | echo [--events N] [--budget US --period US] [--dsr-cost US] [--cpu C] [--busy] [--vint T_I_US C_I_US] [--interval US] [--irqfd] [--split] [--trace FILE] [--summary]".into()),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
