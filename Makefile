@@ -77,18 +77,22 @@ lint:
 	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
 	$(VENV)/bin/ruff check $(wildcard python tests bench hdl examples)
 
+# The real-time tests run with the kernel's RT throttling off when root
+# (restored after; see the script).
+RT_HOST := $(CURDIR)/tests/host/rt-unthrottled
+
 # Rust tests that skip (no SCHED_FIFO, io_uring, /dev/kvm...) log their reason
 # to SKIP_LOG (irqlab_rt::skipped!): libtest hides a passing test's output.
 SKIP_LOG := $(CURDIR)/target/rust-skips.txt
 test-rust:
 	@mkdir -p target && rm -f $(SKIP_LOG)
-	IRQLAB_SKIP_LOG=$(SKIP_LOG) $(CARGO) test --workspace --exclude irqlab-py --release -q; \
+	IRQLAB_SKIP_LOG=$(SKIP_LOG) $(RT_HOST) $(CARGO) test --workspace --exclude irqlab-py --release -q; \
 	rc=$$?; if [ -s $(SKIP_LOG) ]; then \
 	  echo "Rust tests skipped ($$(wc -l < $(SKIP_LOG))), with the reason:"; sed 's/^/  /' $(SKIP_LOG); \
 	else echo "Rust tests skipped: none"; fi; exit $$rc
 
 test-python:
-	$(PY) -m pytest -q
+	$(RT_HOST) $(PY) -m pytest -q
 
 ## ---- fuzzing (fuzz/, cargo-fuzz on the nightly toolchain) -----------------
 # `fuzz-smoke` runs each target for FUZZ_SMOKE_S seconds (part of `make test`

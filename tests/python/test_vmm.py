@@ -57,9 +57,18 @@ def test_vint_kvm_storm_runs_on_the_real_vmm(tmp_path: Path) -> None:
                     ].holds
     assert "every storm event accounted (received = injected + dropped + pending; " \
         "injected = completed + in guest): yes" in r.table
-    # every claim breaks under its falsifier (the other scheme's run)
-    assert all(c.falsifier is not None and c.falsifier.holds is False for c in r.checks), [
-        (c.claim, c.falsifier) for c in r.checks]
+    # every claim breaks under its falsifier (the other scheme's run); as in
+    # the RTT test, a host stall of 2 ms or more in the vINT runs (whose
+    # stall is the supervisor timer's lateness alone: the storm's device is
+    # managed) leaves that unjudgeable. The Baseline's storm runs are not
+    # counted: their unmanaged device's event-to-injection time is part of
+    # their stall figure (4 ms at 40 % in every run).
+    held = [(c.claim, c.falsifier and (c.falsifier.variant, c.falsifier.irqlab))
+            for c in r.checks if c.falsifier is None or c.falsifier.holds is not False]
+    stalls = {s: max((k.get("host_stall_ns") or 0) for k in ks) for s, ks in kvm.items()}
+    if held and stalls["vINT"] >= 2_000_000:
+        pytest.skip(f"the host stalled the runtime (ns per scheme: {stalls}); held: {held}")
+    assert not held, f"{held}\n{r.table}"
     # At 40 % the Baseline's 4 ms per period pays for about 30 storm events
     # of ~130 us each (docs/reproductions.md): over twice the counter's 10.
     for b in kvm["Baseline"]:
