@@ -34,7 +34,7 @@ pub use cbs::Cbs;
 pub use error::CoreError;
 pub use periodic::{DeferrableServer, PollingServer};
 pub use pibs::{Inherit, Pibs};
-pub use recorder::{Histogram, LatencyRecorder};
+pub use recorder::{Histogram, LatencyRecorder, LatencyStats};
 pub use scheduler::{Dispatch, SchedStats, Scheduler, ServerId, ThreadId, ThreadPolicy};
 pub use server::{Class, PriorityKey, Server, ServerPolicy, ServerPriority, UnblockCtx, Unbounded};
 pub use sporadic::{Replenishment, SporadicServer, DEFAULT_MAX_REPL, MAX_MAX_REPL};

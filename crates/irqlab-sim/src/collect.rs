@@ -8,7 +8,7 @@
 //!   the end.
 //! * Integers while counting; floats only in the final statistics.
 
-use irqlab_core::{LatencyRecorder, Server, ServerId};
+use irqlab_core::{LatencyStats, Server, ServerId};
 
 use crate::config::{InterruptPath, PolicyCfg};
 use crate::machine::Simulation;
@@ -93,7 +93,9 @@ pub(crate) struct TaskInfo {
     pub(crate) misses: u64,
     /// Jobs aborted at their deadline (`abort_on_miss`).
     pub(crate) aborted: u64,
-    pub(crate) response: LatencyRecorder,
+    /// Response times: their statistics only (no sample store, alarm or
+    /// edge counters: 96 bytes per task, not a recorder's 192).
+    pub(crate) response: LatencyStats,
     pub(crate) completions: Vec<u64>,
 }
 
@@ -302,7 +304,7 @@ impl Simulation {
                 deadline_misses: t.misses + unfinished,
                 unfinished_past_deadline: unfinished,
                 aborted: t.aborted,
-                response: Dist::from_recorder(&t.response),
+                response: Dist::from_stats(&t.response),
                 completions: t.completions,
             })
             .collect();

@@ -10,7 +10,7 @@
 //! and HDR-style quantiles), the same recorder the runtime and the
 //! measurement tools use.
 
-use irqlab_core::{Histogram, LatencyRecorder};
+use irqlab_core::{Histogram, LatencyRecorder, LatencyStats};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -70,6 +70,12 @@ fn bins(h: &Histogram) -> Vec<[u64; 3]> {
 
 impl Dist {
     pub fn from_recorder(r: &LatencyRecorder) -> Dist {
+        Dist::from_stats(r.stats())
+    }
+
+    /// The distribution of a series kept without samples (a task's
+    /// response times).
+    pub fn from_stats(r: &LatencyStats) -> Dist {
         let h = r.histogram();
         let [p50, p99] = h.quantiles([0.5, 0.99]);
         Dist {

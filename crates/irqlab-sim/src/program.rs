@@ -19,7 +19,7 @@
 
 use std::collections::VecDeque;
 
-use irqlab_core::{LatencyRecorder, Nanos};
+use irqlab_core::{LatencyStats, Nanos};
 
 use crate::collect::TaskInfo;
 use crate::config::{DeviceKind, InterruptPath, Phase, Release};
@@ -121,7 +121,7 @@ impl Simulation {
                 completed: 0,
                 misses: 0,
                 aborted: 0,
-                response: LatencyRecorder::new(0, None),
+                response: LatencyStats::new(),
                 completions: Vec::new(),
             });
             self.threads.push(Thread {
