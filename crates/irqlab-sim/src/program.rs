@@ -95,7 +95,8 @@ pub(crate) struct TaskState {
 impl Simulation {
     /// One thread per task, in its Main VCPU. Each name moves from the
     /// configuration to the thread (the configuration's is empty
-    /// afterwards; the metrics take it from the thread).
+    /// afterwards; the metrics take it from the thread). The core's thread
+    /// slot gets no name, as a configured server's (`add_servers`).
     pub(crate) fn add_tasks(&mut self) -> Result<(), SimError> {
         // most programs are one compute step: room for one op per task
         self.ops.reserve(self.cfg.tasks.len());
@@ -104,7 +105,7 @@ impl Simulation {
             let cpu = self.cfg.servers[t.server].cpu;
             let core = self.cpus[cpu]
                 .sched
-                .add_thread(t.name.clone(), self.servers[t.server].local, t.priority)
+                .add_thread(String::new(), self.servers[t.server].local, t.priority)
                 .map_err(core_err(|| format!("tasks[{i}]")))?;
             let thread = self.threads.len();
             self.cpus[cpu].threads.push(thread);
