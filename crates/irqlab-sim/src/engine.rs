@@ -170,21 +170,37 @@ impl Timers {
     }
 }
 
-/// The future events of one simulation, in (time, posting) order: a radix
-/// heap on the integer time (the times popped never decrease: an event is
-/// posted at or after the instant being handled).
+/// Pending events at most, kept as a sorted vector (`Events::small`); past
+/// it they move to the radix heap, and back once at most `SMALL_BACK` are
+/// left (the gap bounds the moves to one per `SMALL - SMALL_BACK`
+/// operations).
+const SMALL: usize = 32;
+const SMALL_BACK: usize = 8;
+
+/// The future events of one simulation, in (time, posting) order.
 ///
-/// An event whose time equals `last`, the time of the latest event taken,
-/// is in `current`, in posting order. Any other event is in bucket `b`,
-/// where `b` is the highest bit (from 0) in which its time differs from
-/// `last`; so every event of a lower bucket is earlier than every event of
-/// a higher one. When `current` is empty, the first non-empty bucket is emptied: its
-/// earliest time becomes `last` and its events move to lower buckets (or to
-/// `current`). Each event moves at most 64 times, and in practice a few, so
-/// a post is O(1) and a pop O(1) amortized plus the moves, with no
-/// comparisons between events. Against the binary heap on (time, sequence)
-/// it replaced: the same instructions, 3 % less time on 10 RM tasks and
-/// 11 % less on 10,000 (issue 20, docs/performance.md).
+/// A few pending events (at most `SMALL`; a plain task set of a few tasks
+/// keeps one release per task) are a vector sorted from the latest to the
+/// earliest, ties latest posted first: a pop takes the last element and a
+/// post moves the later ones up by one (a short copy, no data-dependent
+/// branch but the scan for its place). More events are in a radix heap on
+/// the integer time (below). Both give exactly the (time, posting) order;
+/// the sorted vector replaced the radix heap for small sets, where each
+/// pop of the heap moved every pending event of its lowest bucket (issue
+/// 20, docs/performance.md).
+///
+/// The radix heap (the times popped never decrease: an event is posted at
+/// or after the instant being handled). An event whose time equals `last`,
+/// the time of the latest event taken, is in `current`, in posting order.
+/// Any other event is in bucket `b`, where `b` is the highest bit (from 0)
+/// in which its time differs from `last`; so every event of a lower bucket
+/// is earlier than every event of a higher one. When `current` is empty,
+/// the first non-empty bucket is emptied: its earliest time becomes `last`
+/// and its events move to lower buckets (or to `current`). Each event moves
+/// at most 64 times, and in practice a few, so a post is O(1) and a pop
+/// O(1) amortized plus the moves, with no comparisons between events.
+/// Against the binary heap on (time, sequence) it replaced: the same
+/// instructions, 3 % less time on 10 RM tasks and 11 % less on 10,000.
 ///
 /// Within a bucket, events of equal time stay in posting order (they are
 /// appended in posting order, and a bucket is emptied only into empty
@@ -192,6 +208,13 @@ impl Timers {
 /// exactly (time, posting order), as the binary heap's on (time, sequence
 /// number) was.
 pub(crate) struct Events {
+    /// While `!large`: every pending event, latest first (by time, then
+    /// by posting order), so the earliest is the last.
+    small: Vec<Item>,
+    /// The events are in the radix heap (`current`, `buckets`).
+    large: bool,
+    /// Events pending in the radix heap.
+    len: usize,
     current: VecDeque<Item>,
     buckets: [Vec<Item>; 64],
     /// Bit `b` set: bucket `b` is not empty.
@@ -208,6 +231,9 @@ pub(crate) struct Events {
 impl Default for Events {
     fn default() -> Events {
         Events {
+            small: Vec::new(),
+            large: false,
+            len: 0,
             current: VecDeque::new(),
             buckets: std::array::from_fn(|_| Vec::new()),
             nonempty: 0,
@@ -230,6 +256,21 @@ impl Events {
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {
         let seq = self.stamp();
         let item = Item { time, seq, kind };
+        if !self.large {
+            if self.small.len() < SMALL {
+                // before every event of equal time (posted earlier, so
+                // taken earlier) and after every later one
+                let pos = self
+                    .small
+                    .iter()
+                    .position(|i| i.time <= time)
+                    .unwrap_or(self.small.len());
+                self.small.insert(pos, item);
+                return;
+            }
+            self.grow();
+        }
+        self.len += 1;
         if let Some(f) = self.first {
             // a later event goes to a bucket: the earliest in the buckets
             // may change (one at `last` goes to `current`, which comes
@@ -245,6 +286,39 @@ impl Events {
         } else {
             self.place(item);
         }
+    }
+
+    /// The sorted vector is full: its events move to the radix heap, from
+    /// the earliest (`last`) on, in (time, posting) order.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.large = true;
+        self.len = self.small.len();
+        self.first = None;
+        if let Some(i) = self.small.last() {
+            self.last = i.time;
+        }
+        while let Some(i) = self.small.pop() {
+            self.place(i);
+        }
+    }
+
+    /// Few events are left in the radix heap: back to the sorted vector.
+    #[cold]
+    #[inline(never)]
+    fn shrink(&mut self) {
+        let mut all: Vec<Item> = self.current.drain(..).collect();
+        for b in &mut self.buckets {
+            all.append(b);
+        }
+        self.nonempty = 0;
+        self.first = None;
+        self.large = false;
+        self.len = 0;
+        all.sort_by_key(|i| std::cmp::Reverse((i.time, i.seq)));
+        self.small.clear();
+        self.small.extend(all);
     }
 
     fn place(&mut self, item: Item) {
@@ -282,6 +356,9 @@ impl Events {
     /// `current` is empty, the earliest of the lowest bucket is found once
     /// and kept.
     pub(crate) fn peek(&mut self) -> Option<Key> {
+        if !self.large {
+            return self.small.last().map(|i| (i.time, i.seq));
+        }
         if let Some(i) = self.current.front() {
             return Some((i.time, i.seq));
         }
@@ -301,6 +378,9 @@ impl Events {
 
     /// Take the earliest event.
     pub(crate) fn pop(&mut self) -> Option<EvKind> {
+        if !self.large {
+            return self.small.pop().map(|i| i.kind);
+        }
         if self.current.is_empty() {
             if self.nonempty == 0 {
                 return None;
@@ -321,7 +401,12 @@ impl Events {
             }
             self.buckets[b] = moving;
         }
-        self.current.pop_front().map(|i| i.kind)
+        let kind = self.current.pop_front().map(|i| i.kind);
+        self.len -= usize::from(kind.is_some());
+        if self.len <= SMALL_BACK {
+            self.shrink();
+        }
+        kind
     }
 
     /// The earliest event if it is due at or before `until`.
@@ -420,6 +505,53 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// Both forms of the queue and the moves between them: bursts of
+        /// posts (many ties) that fill the sorted vector past `SMALL`, then
+        /// takes that drain the radix heap to `SMALL_BACK` and below; every
+        /// take and every peeked key (time, posting sequence) is the
+        /// reference heap's.
+        #[test]
+        fn same_order_across_the_small_and_radix_forms(
+            bursts in proptest::collection::vec(
+                (proptest::collection::vec(0u64..64, 0..3 * SMALL), 0usize..3 * SMALL, 1u64..1 << 40),
+                1..10)
+        ) {
+            let mut q = Events::default();
+            let mut r = Reference::default();
+            let mut now = 0u64;
+            let mut k = 0usize;
+            for (posts, takes, scale) in bursts {
+                for x in posts {
+                    // a timer stamp now and then: sequence numbers with gaps
+                    if x % 7 == 0 {
+                        q.stamp();
+                        r.seq += 1;
+                    }
+                    let t = now + (x % 8) * scale;
+                    q.post(t, EvKind::Wake { thread: k });
+                    r.seq += 1;
+                    r.heap.push(Reverse((t, r.seq, k)));
+                    k += 1;
+                }
+                for _ in 0..takes {
+                    let want = r.heap.peek().map(|&Reverse((t, s, _))| (t, s));
+                    prop_assert_eq!(q.peek(), want);
+                    let got = q.pop().map(|e| match e {
+                        EvKind::Wake { thread } => thread,
+                        _ => unreachable!(),
+                    });
+                    let want = r.heap.pop().map(|Reverse((t, _, i))| {
+                        now = t;
+                        i
+                    });
+                    prop_assert_eq!(got, want);
+                }
+            }
+        }
+    }
+
+    proptest! {
         /// The timers' first is the earliest armed key, through any
         /// sequence of arms and disarms (keys are distinct: their sequence
         /// numbers are).
@@ -443,6 +575,32 @@ mod tests {
                 prop_assert_eq!(t.first(), want);
             }
         }
+    }
+
+    /// The queue takes the radix form past `SMALL` pending events and the
+    /// sorted vector again at `SMALL_BACK`, in order throughout (times
+    /// posted from the latest down, with ties, so that every post lands
+    /// first in the vector).
+    #[test]
+    fn moves_between_the_forms_in_order() {
+        let mut q = Events::default();
+        let times: Vec<u64> = (0..=SMALL as u64).rev().map(|i| 10 + i / 2).collect();
+        for (k, &t) in times.iter().enumerate() {
+            q.post(t, EvKind::Wake { thread: k });
+            assert_eq!(q.large, k == SMALL, "post {k}");
+        }
+        let mut want: Vec<(u64, usize)> = times.iter().copied().zip(0..).collect();
+        want.sort_by_key(|&(t, k)| (t, k));
+        let mut got = Vec::new();
+        while let Some(e) = q.pop_until(u64::MAX) {
+            let EvKind::Wake { thread } = e.kind else {
+                unreachable!()
+            };
+            got.push((e.time, thread));
+            let left = want.len() - got.len();
+            assert_eq!(q.large, left > SMALL_BACK, "{left} left");
+        }
+        assert_eq!(got, want);
     }
 
     #[test]
