@@ -170,11 +170,12 @@ impl Timers {
     }
 }
 
-/// Pending events at most, kept as a sorted vector (`Events::small`); past
-/// it they move to the radix heap, and back once at most `SMALL_BACK` are
-/// left (the gap bounds the moves to one per `SMALL - SMALL_BACK`
-/// operations).
+/// The most pending events the sorted vector holds (`Events::small`); one
+/// more, and they move to the radix heap.
 const SMALL: usize = 32;
+/// Pending events left in the radix heap at which they move back to the
+/// sorted vector (the gap to `SMALL` bounds the moves to one per
+/// `SMALL - SMALL_BACK` operations).
 const SMALL_BACK: usize = 8;
 
 /// The future events of one simulation, in (time, posting) order.
@@ -182,8 +183,8 @@ const SMALL_BACK: usize = 8;
 /// A few pending events (at most `SMALL`; a plain task set of a few tasks
 /// keeps one release per task) are a vector sorted from the latest to the
 /// earliest, ties latest posted first: a pop takes the last element and a
-/// post moves the later ones up by one (a short copy, no data-dependent
-/// branch but the scan for its place). More events are in a radix heap on
+/// post moves the earlier ones up by one (a short copy; its one
+/// data-dependent branch is the scan for its place). More events are in a radix heap on
 /// the integer time (below). Both give exactly the (time, posting) order;
 /// the sorted vector replaced the radix heap for small sets, where each
 /// pop of the heap moved every pending event of its lowest bucket (issue
