@@ -184,8 +184,8 @@ const SMALL_BACK: usize = 8;
 /// keeps one release per task) are a vector sorted from the latest to the
 /// earliest, ties latest posted first: a pop takes the last element and a
 /// post moves the earlier ones up by one (a short copy; its one
-/// data-dependent branch is the scan for its place). More events are in a radix heap on
-/// the integer time (below). Both give exactly the (time, posting) order;
+/// data-dependent branch is the scan for its place). More events are in a
+/// radix heap on the integer time (below). Both give exactly the (time, posting) order;
 /// the sorted vector replaced the radix heap for small sets, where each
 /// pop of the heap moved every pending event of its lowest bucket (issue
 /// 20, docs/performance.md).
