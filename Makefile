@@ -62,7 +62,7 @@ demo: setup
 	      --interval 1000 --budget 4000 --period 10000 --summary $$v || exit 1; done; \
 	  echo "== real VMM: a decoder task in the guest under an interrupt storm every 60 us (VINT Fig. 12) =="; \
 	  for s in baseline vint; do \
-	    $(CARGO) run --release -q -p irqlab-vmm --bin irqlab-vmm -- storm --scheme $$s --util 80 \
+	    $(RT_HOST) $(CARGO) run --release -q -p irqlab-vmm --bin irqlab-vmm -- storm --scheme $$s --util 80 \
 	      --seconds 2 --summary || exit 1; done; \
 	else echo "real-VMM demo skipped: /dev/kvm is absent or not permitted"; fi
 
