@@ -244,6 +244,7 @@ impl Simulation {
         }
         sim.add_servers()?;
         sim.add_tasks()?;
+        sim.reserve_completions();
         sim.add_class_threads()?;
         sim.add_xhci()?;
         sim.add_ksoftirqd()?;
@@ -309,6 +310,34 @@ impl Simulation {
             self.servers.push(info);
         }
         Ok(())
+    }
+
+    /// Room in each task's completion list for every job it can release
+    /// in the run (at most `max_completions`), at once: the list is the
+    /// metrics' `completions_ns`, and growing it by doubling copied it and
+    /// faulted in fresh pages at each step (issue 20). A periodic task
+    /// releases at `offset + k * period` (later by the timer latency), so
+    /// at most `(duration - offset) / period + 1` jobs, and at most `jobs`;
+    /// a one-shot task one. It only sizes the lists: no result depends on
+    /// it.
+    fn reserve_completions(&mut self) {
+        let dur = self.cfg.duration;
+        let most = self.cfg.max_completions as u64;
+        for (t, info) in self.cfg.tasks.iter().zip(&mut self.tasks) {
+            let jobs = match t.release {
+                Release::Once { at } => u64::from(at <= dur),
+                Release::Periodic {
+                    period,
+                    offset,
+                    jobs,
+                    ..
+                } => match dur.checked_sub(offset).and_then(|d| d.checked_div(period)) {
+                    Some(k) => jobs.unwrap_or(u64::MAX).min(k.saturating_add(1)),
+                    None => 0,
+                },
+            };
+            info.completions.reserve_exact(jobs.min(most) as usize);
+        }
     }
 
     /// Allocate the metric windows, widened to the smallest multiple of
