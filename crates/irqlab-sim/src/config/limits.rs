@@ -121,7 +121,7 @@ pub(super) fn check_limits(c: &SimConfig) -> Result<(), SimError> {
     use irqlab_model::limits as lim;
     // the exact check (it names the path) only when the quick pass, which
     // builds no JSON tree, finds a time it cannot pass
-    if !super::time_scan::times_within(c, &TIME_KEY_SET, lim::MAX_TIME.0) {
+    if !super::time_scan::config_times_within(c, &TIME_KEY_SET, lim::MAX_TIME.0) {
         if let Ok(v) = serde_json::to_value(c) {
             check_times(&v, "", false)?;
         }
