@@ -177,6 +177,10 @@ pub(crate) fn build_server(
     })
 }
 
+/// Completion times reserved at the start of a run, all tasks together
+/// (`reserve_completions`: 32 MB of room at most).
+const COMPLETIONS_RESERVED: u64 = 1 << 22;
+
 impl Simulation {
     /// Build a simulation; the configuration is validated first. Servers,
     /// threads and devices are created in a fixed order (configured
@@ -318,11 +322,15 @@ impl Simulation {
     /// faulted in fresh pages at each step (issue 20). A periodic task
     /// releases at `offset + k * period` (later by the timer latency), so
     /// at most `(duration - offset) / period + 1` jobs, and at most `jobs`;
-    /// a one-shot task one. It only sizes the lists: no result depends on
-    /// it.
+    /// a one-shot task one. All the lists together reserve at most
+    /// `COMPLETIONS_RESERVED` entries (a run stopped early, or jobs that
+    /// never finish, leave reserved room unused), and a reservation the
+    /// allocator refuses is left out: the list then grows as it fills. It
+    /// only sizes the lists: no result depends on it.
     fn reserve_completions(&mut self) {
         let dur = self.cfg.duration;
         let most = self.cfg.max_completions as u64;
+        let mut left = COMPLETIONS_RESERVED;
         for (t, info) in self.cfg.tasks.iter().zip(&mut self.tasks) {
             let jobs = match t.release {
                 Release::Once { at } => u64::from(at <= dur),
@@ -336,7 +344,10 @@ impl Simulation {
                     None => 0,
                 },
             };
-            info.completions.reserve_exact(jobs.min(most) as usize);
+            let n = jobs.min(most).min(left);
+            if info.completions.try_reserve_exact(n as usize).is_ok() {
+                left -= n;
+            }
         }
     }
 

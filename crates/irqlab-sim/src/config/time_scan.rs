@@ -110,9 +110,10 @@ pub(super) fn times_within<T: Serialize>(value: &T, time_keys: &KeySet, max: u64
 /// `deadline`, `offset`, `at`, `ns`, `budget`, `runtime`); every other
 /// part of the configuration goes through the serde pass as before.
 /// Each struct is destructured whole, so a field added to one does not
-/// compile until it is placed here; `agrees_with_the_exact_check_on_every_
-/// golden_config` sets every time of every shipped configuration over
-/// the limit and checks that this pass refuses it.
+/// compile until it is placed here; a test
+/// (`agrees_with_the_exact_check_on_every_golden_config`) sets every time
+/// of every shipped configuration over the limit and checks that this
+/// pass refuses it.
 pub(super) fn config_times_within(c: &SimConfig, time_keys: &KeySet, max: u64) -> bool {
     let ok = |t: u64| t <= max;
     let tasks = c.tasks.iter().all(|t| {
