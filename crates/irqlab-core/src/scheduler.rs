@@ -785,6 +785,10 @@ impl Scheduler {
     /// (PIBS, Alg. 10); it may be given again for a thread that is already
     /// runnable (a further request). Returns `true` when the caller must
     /// call `schedule` now (line 5-6: preemption).
+    ///
+    /// The commonest wake-up, of a thread of an idle sporadic server with
+    /// one fixed-priority queue that gets budget, is done here with nothing
+    /// live across a call; every other case is `wakeup_rest` (issue 20).
     pub fn wakeup(
         &mut self,
         now: Nanos,
@@ -792,6 +796,83 @@ impl Scheduler {
         inherit_period: Option<Nanos>,
     ) -> Result<bool, CoreError> {
         self.check_time(now)?;
+        let Scheduler {
+            servers,
+            threads,
+            ready,
+            current,
+            seq,
+            stats,
+            ..
+        } = self;
+        let ts = threads
+            .get_mut(thread.0)
+            .ok_or(CoreError::UnknownThread(thread.0))?;
+        let sid = ts.server;
+        let slot = &mut servers[sid];
+        if !ts.runnable
+            && slot.nrun == 0
+            && matches!(slot.place, Place::Idle)
+            && current.is_none_or(|c| c.server != sid)
+        {
+            if let (Server::Sporadic(ss), RunQueue::Fp(FpQueue::Small(v))) =
+                (&mut slot.server, &mut slot.runq)
+            {
+                // Lines 2-4 of Alg. 2 (Alg. 13, then Alg. 4): only when
+                // the server gets budget, else nothing changed yet.
+                if v.is_empty() && ss.unblocked_idle(now) {
+                    let budget = ss.budget();
+                    let (class, key) = ss.key();
+                    let k = pack(class, key, ss.tie(), sid);
+                    // Line 1: the thread on its VCPU's run queue.
+                    stats.wakeups += 1;
+                    *seq += 1;
+                    slot.nrun = 1;
+                    v.push((Reverse(ts.priority), *seq, thread.0));
+                    ts.runnable = true;
+                    ts.seq = *seq;
+                    if budget.is_zero() {
+                        return Ok(self.wakeup_depleted(now, sid, k));
+                    }
+                    ready.insert(k);
+                    slot.place = Place::Ready(k);
+                    // Line 5: preempt an idle CPU, a server in background,
+                    // or one of lower priority.
+                    return Ok(current.is_none_or(|c| {
+                        debug_assert_eq!(c.key, self.pkey(c.server));
+                        c.background || k < c.key
+                    }));
+                }
+            }
+        }
+        self.wakeup_rest(now, thread, inherit_period)
+    }
+
+    /// `wakeup`'s fast path when the woken server got no budget (it does
+    /// not happen: Alg. 13 acts only on a positive capacity and a merge
+    /// adds to it; kept for exactness): placed as `wakeup_rest` would.
+    #[cold]
+    #[inline(never)]
+    fn wakeup_depleted(&mut self, now: Nanos, sid: usize, k: u128) -> bool {
+        self.replace_updated(sid, now, k, Nanos::ZERO);
+        self.current.is_none()
+            && matches!(
+                self.servers[sid].place,
+                Place::Waiting {
+                    background: true,
+                    ..
+                }
+            )
+    }
+
+    /// `wakeup` past its commonest case (the time is checked).
+    #[inline(never)]
+    fn wakeup_rest(
+        &mut self,
+        now: Nanos,
+        thread: ThreadId,
+        inherit_period: Option<Nanos>,
+    ) -> Result<bool, CoreError> {
         // (the fields borrowed apart: one look-up of the thread and of its
         // server on the hot path)
         let Scheduler {
@@ -899,12 +980,18 @@ impl Scheduler {
 
     /// A thread blocks. Returns `true` when it was the running thread (the
     /// caller must call `schedule` now).
+    ///
+    /// The commonest block, the running thread of a fixed-priority server
+    /// with that one runnable thread, is done here with nothing live
+    /// across a call; every other case is `block_rest` (issue 20: the hot
+    /// path then saves no registers).
     pub fn block(&mut self, now: Nanos, thread: ThreadId) -> Result<bool, CoreError> {
         self.check_time(now)?;
         let Scheduler {
             servers,
             threads,
             stats,
+            current,
             ..
         } = self;
         let ts = threads
@@ -916,20 +1003,37 @@ impl Scheduler {
         ts.runnable = false;
         stats.blocks += 1;
         let sid = ts.server;
+        let entry = (Reverse(ts.priority), ts.seq, thread.0);
         let slot = &mut servers[sid];
         slot.nrun -= 1;
-        match &mut slot.runq {
-            RunQueue::Fp(set) => set.remove(&(Reverse(ts.priority), ts.seq, thread.0)),
-            RunQueue::Rr { .. } => self.rr_block(sid, thread.0),
+        if let (Some(c), RunQueue::Fp(FpQueue::Small(v))) = (*current, &mut slot.runq) {
+            if c.server == sid && v.len() == 1 {
+                if v[0] == entry {
+                    v.clear();
+                }
+                return Ok(c.thread == thread.0);
+            }
         }
-        let is_current = self.current.is_some_and(|c| c.thread == thread.0);
+        Ok(self.block_rest(now, sid, entry))
+    }
+
+    /// `block` past its commonest case: the thread's entry `entry` leaves
+    /// the run queue of server `sid`, whose `nrun` already counts it out.
+    #[inline(never)]
+    fn block_rest(&mut self, now: Nanos, sid: usize, entry: FpEntry) -> bool {
+        let thread = entry.2;
+        match &mut self.servers[sid].runq {
+            RunQueue::Fp(set) => set.remove(&entry),
+            RunQueue::Rr { .. } => self.rr_block(sid, thread),
+        }
+        let is_current = self.current.is_some_and(|c| c.thread == thread);
         let server_running = self.current.is_some_and(|c| c.server == sid);
         if !server_running {
             // A non-running server's thread left: re-place (it may now be
             // idle). Its budget is unaffected: it did not run.
-            self.block_replace(sid, now);
+            self.replace(sid, now);
         }
-        Ok(is_current)
+        is_current
     }
 
     /// A thread of a round-robin server left its queue (a new thread at
@@ -946,13 +1050,6 @@ impl Scheduler {
             }
             queue.retain(|&x| x != thread);
         }
-    }
-
-    /// `replace` after a block (out of line: the commonest block is of
-    /// the running thread, which the next `schedule` re-places).
-    #[inline(never)]
-    fn block_replace(&mut self, sid: usize, now: Nanos) {
-        self.replace(sid, now);
     }
 
     /// Strict PIBS inheritance: service of one request for a Main VCPU of

@@ -340,6 +340,43 @@ impl SporadicServer {
         }
     }
 
+    /// `unblocked(now, ctx)` of a server woken from idle (`!ctx.was_active`)
+    /// when its capacity is positive; returns `false` and changes nothing
+    /// when the capacity is zero (the scheduler's fast wake-up, issue 20).
+    /// Alg. 13 inline up to its merge loop (lines 5-12), which only a queue
+    /// of two or more replenishments can need (`unblocked_merge`).
+    #[inline(always)]
+    pub(crate) fn unblocked_idle(&mut self, now: Nanos) -> bool {
+        let cap = self.capacity(now);
+        if cap.is_zero() {
+            return false;
+        }
+        if self.queue.len() > 1 {
+            self.unblocked_merge(now, cap);
+            return true;
+        }
+        // Alg. 13 line 3-4 (a positive capacity: the head is due), then
+        // Alg. 4 on the unchanged capacity.
+        self.foreground = true;
+        if let Some(f) = self.queue.front_mut() {
+            f.time = now;
+        }
+        self.budget = cap;
+        true
+    }
+
+    /// `unblocked_idle` of a server with two or more replenishments.
+    #[inline(never)]
+    fn unblocked_merge(&mut self, now: Nanos, mut cap: Nanos) {
+        if self.unblock_check_with(now, cap) {
+            cap = self.capacity(now);
+        }
+        self.budget = cap;
+        if !cap.is_zero() {
+            self.foreground = true;
+        }
+    }
+
     /// Sum of queued replenishment amounts (== C, the invariant).
     pub fn queued_sum(&self) -> Nanos {
         self.queue.iter().fold(Nanos::ZERO, |a, r| a + r.amount)
