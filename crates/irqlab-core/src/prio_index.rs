@@ -175,7 +175,17 @@ impl PrioIndex {
     }
 
     /// Earliest event time among entries with key strictly below `k`.
+    /// (The empty index, the scheduler's common case, is answered inline.)
+    #[inline(always)]
     pub fn min_time_below(&self, k: u128) -> Option<Nanos> {
+        if self.root == NIL {
+            return None;
+        }
+        self.min_time_below_walk(k)
+    }
+
+    #[inline(never)]
+    fn min_time_below_walk(&self, k: u128) -> Option<Nanos> {
         let mut best = Nanos::MAX;
         let mut t = self.root;
         while t != NIL {

@@ -180,6 +180,7 @@ enum RunQueue {
 }
 
 impl RunQueue {
+    #[inline(always)]
     fn first(&self) -> Option<usize> {
         match self {
             RunQueue::Fp(s) => s.first().map(|e| e.2),
@@ -245,6 +246,26 @@ pub struct Scheduler {
     last_now: Nanos,
     seq: u64,
     stats: SchedStats,
+}
+
+#[cfg(test)]
+std::thread_local! {
+    /// Tests: `true` sends every call past the fast paths of `schedule`,
+    /// `wakeup` and `block` (to check them against the general code).
+    static GENERAL_ONLY: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// May a call take its fast path? (Always, outside tests.)
+#[inline(always)]
+fn fast_paths() -> bool {
+    #[cfg(test)]
+    {
+        !GENERAL_ONLY.with(|g| g.get())
+    }
+    #[cfg(not(test))]
+    {
+        true
+    }
 }
 
 /// `pack` of a `PriorityKey`.
@@ -512,12 +533,62 @@ impl Scheduler {
 
     /// QUEST-VCPU Alg. 1 `schedule`.
     ///
-    /// The common decision is inlined here; what most decisions do not
-    /// need is out of line (issue 20): the periodic servers' charge with
-    /// stolen time, round robin, replenishments that fell due, and the
-    /// background and idle choices.
+    /// The commonest decision is done here (issue 20): the server that ran
+    /// is a foreground sporadic server with a fixed-priority queue whose
+    /// slice end (Alg. 3, and Alg. 4 when it stays runnable) is Alg. 3's
+    /// common case (`SporadicServer::slice_ended`), no replenishment fell
+    /// due, and a server has budget. It checks all that before it changes
+    /// anything; every other decision is `schedule_rest`, the whole of
+    /// Alg. 1 with the periodic servers' charge with stolen time, round
+    /// robin, due replenishments, and the background and idle choices.
     pub fn schedule(&mut self, now: Nanos) -> Result<Dispatch, CoreError> {
         self.check_time(now)?;
+        let (Some(cur), true) = (self.current, fast_paths()) else {
+            return Ok(self.schedule_rest(now));
+        };
+        // Lines 1-2: the elapsed time, less what was taken from the server
+        // (see `exclude`).
+        let dt = (now - self.t_prev) - self.stolen;
+        let slot = &mut self.servers[cur.server];
+        let runnable = slot.nrun > 0;
+        let (Server::Sporadic(ss), RunQueue::Fp(_), Place::Ready(old), false) =
+            (&mut slot.server, &slot.runq, &slot.place, cur.background)
+        else {
+            return Ok(self.schedule_rest(now));
+        };
+        // A server that stays runnable stays where it is filed when its
+        // budget stays positive: under its key, as a sporadic server's key
+        // is fixed at creation (`replace_updated` finds `old == key`).
+        debug_assert!({
+            let (class, key) = ss.key();
+            *old == pack(class, key, ss.tie(), cur.server)
+        });
+        if !ss.slice_ended(now, dt, runnable) {
+            return Ok(self.schedule_rest(now));
+        }
+        // (from here on as `schedule_rest`, which would take the same
+        // steps; `current` is overwritten by the dispatch, or taken by
+        // `pick_cold`)
+        self.stats.schedule_calls += 1;
+        self.stats.busy += dt;
+        self.stolen = Nanos::ZERO;
+        if !runnable {
+            // the server blocked: `unplace` from `ready`
+            self.ready.remove(cur.server);
+            self.servers[cur.server].place = Place::Idle;
+        }
+        self.stolen_at.clear();
+        match self.ready.first() {
+            Some(key) if self.timers.first().is_none_or(|k| timer_time(k) > now) => {
+                Ok(self.pick_ready(now, Some(cur), key))
+            }
+            _ => Ok(self.pick_cold(now)),
+        }
+    }
+
+    /// `schedule` past its commonest case (the time is checked).
+    #[inline(never)]
+    fn schedule_rest(&mut self, now: Nanos) -> Dispatch {
         self.stats.schedule_calls += 1;
         // Lines 1-2: charge the elapsed time to the current VCPU (less what
         // was taken from it, see `exclude`).
@@ -558,6 +629,22 @@ impl Scheduler {
                 None => self.replace(cur.server, now),
             }
         }
+        self.pick(now, prev)
+    }
+
+    /// `pick` out of line (`schedule`'s fast path when a replenishment fell
+    /// due or no server has budget).
+    #[cold]
+    #[inline(never)]
+    fn pick_cold(&mut self, now: Nanos) -> Dispatch {
+        let prev = self.current.take();
+        self.pick(now, prev)
+    }
+
+    /// Alg. 1 from line 3, the server that ran charged and re-placed
+    /// (`prev`: it, if any).
+    #[inline(always)]
+    fn pick(&mut self, now: Nanos, prev: Option<Current>) -> Dispatch {
         // A new slice starts (the buffer is kept).
         self.stolen_at.clear();
         // Replenishments due by now (Alg. 1 line 3, update-budget).
@@ -565,12 +652,19 @@ impl Scheduler {
             self.replenish(now);
         }
         // Line 3: highest priority with budget; else background; else idle.
+        let Some(key) = self.ready.first() else {
+            return self.pick_background(now, prev);
+        };
+        self.pick_ready(now, prev, key)
+    }
+
+    /// Line 3 of Alg. 1 when a server has budget: `key`, the first of
+    /// `ready`, and lines 7 and 13-21.
+    #[inline(always)]
+    fn pick_ready(&mut self, now: Nanos, prev: Option<Current>, key: u128) -> Dispatch {
         // (A placed server's key is its key now: a key changes only in a
         // hook, and the scheduler re-places a server after calling one,
         // the running server at the top of `schedule`.)
-        let Some(key) = self.ready.first() else {
-            return Ok(self.pick_background(now, prev));
-        };
         let sid = id_of(key);
         debug_assert_eq!(key, self.pkey(sid));
         // It stays in `ready` while it runs (its key is `key`): the next
@@ -582,7 +676,7 @@ impl Scheduler {
         if let Some(t) = self.waiting.min_time_below(key) {
             next = Some(next.map_or(t, |n| n.min(t)));
         }
-        Ok(self.dispatch(now, prev, sid, key, false, next))
+        self.dispatch(now, prev, sid, key, false, next)
     }
 
     /// Lines 7 and 19-21 of Alg. 1: dispatch the next thread of server
@@ -811,6 +905,7 @@ impl Scheduler {
         let sid = ts.server;
         let slot = &mut servers[sid];
         if !ts.runnable
+            && fast_paths()
             && slot.nrun == 0
             && matches!(slot.place, Place::Idle)
             && current.is_none_or(|c| c.server != sid)
@@ -1007,7 +1102,7 @@ impl Scheduler {
         let slot = &mut servers[sid];
         slot.nrun -= 1;
         if let (Some(c), RunQueue::Fp(FpQueue::Small(v))) = (*current, &mut slot.runq) {
-            if c.server == sid && v.len() == 1 {
+            if c.server == sid && v.len() == 1 && fast_paths() {
                 if v[0] == entry {
                     v.clear();
                 }
@@ -1108,6 +1203,123 @@ mod tests {
             key,
             tie,
             id: id as usize,
+        }
+    }
+
+    /// One call to a scheduler, for `fast_paths_match_the_general_code`.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Advance(u64),
+        Wakeup(usize, Option<u64>),
+        Block(usize),
+        Schedule,
+        Exclude(u64),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            3 => (0u64..40).prop_map(Op::Advance),
+            4 => (0usize..12, proptest::option::weighted(0.2, 1u64..200)).prop_map(|(t, p)| Op::Wakeup(t, p)),
+            3 => (0usize..12).prop_map(Op::Block),
+            4 => Just(Op::Schedule),
+            1 => (0u64..5).prop_map(Op::Exclude),
+        ]
+    }
+
+    /// Servers of every kind (mostly sporadic, the fast paths' kind), with
+    /// one to three threads under either thread policy; threads 0..12 are
+    /// spread over them.
+    fn build(kinds: &[(u8, u64, u64, bool)]) -> Scheduler {
+        let mut s = Scheduler::new();
+        for (i, &(kind, c, t, rr)) in kinds.iter().enumerate() {
+            let (c, t) = (Nanos(c.min(t)), Nanos(t));
+            let server = match kind {
+                0..=4 => Server::Sporadic(
+                    SporadicServer::new(
+                        c,
+                        t,
+                        2 + (kind as usize % 3),
+                        ServerPriority::RateMonotonic,
+                        kind == 4,
+                        Nanos(0),
+                    )
+                    .unwrap(),
+                ),
+                5 => Server::Deferrable(
+                    crate::periodic::DeferrableServer::new(
+                        c,
+                        t,
+                        ServerPriority::RateMonotonic,
+                        Nanos(0),
+                    )
+                    .unwrap(),
+                ),
+                6 => Server::Pibs(
+                    Pibs::new(
+                        crate::time::Utilization::new(c.as_ns(), t.as_ns()).unwrap(),
+                        crate::pibs::Inherit::Paper,
+                    )
+                    .unwrap(),
+                ),
+                _ => Server::Unbounded(crate::server::Unbounded::new(t.as_ns())),
+            };
+            let policy = if rr {
+                ThreadPolicy::RoundRobin { quantum: Nanos(7) }
+            } else {
+                ThreadPolicy::FixedPriority
+            };
+            s.add_server(alloc::format!("v{i}"), server, policy)
+                .unwrap();
+        }
+        for th in 0..12 {
+            let sid = ServerId(th % kinds.len());
+            s.add_thread("t", sid, (th as u32 * 7) % 3).unwrap();
+        }
+        s
+    }
+
+    use crate::server::ServerPriority;
+    use crate::sporadic::SporadicServer;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// `schedule`, `wakeup` and `block` return the same and leave the
+        /// same state (every field, by `Debug`) with their fast paths as
+        /// with the general code alone, over random calls (issue 20).
+        #[test]
+        fn fast_paths_match_the_general_code(
+            kinds in proptest::collection::vec(
+                (prop_oneof![6 => 0u8..5, 1 => 5u8..8], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
+                1..9),
+            ops in proptest::collection::vec(op(), 1..400),
+        ) {
+            let mut fast = build(&kinds);
+            let mut general = fast.clone();
+            let mut now = 0u64;
+            for op in ops {
+                if let Op::Advance(d) = op {
+                    now += d;
+                }
+                let call = |s: &mut Scheduler, g: bool| -> alloc::string::String {
+                    GENERAL_ONLY.with(|c| c.set(g));
+                    let out = match op {
+                        Op::Advance(_) => alloc::string::String::new(),
+                        Op::Wakeup(t, p) => alloc::format!("{:?}", s.wakeup(Nanos(now), ThreadId(t), p.map(Nanos))),
+                        Op::Block(t) => alloc::format!("{:?}", s.block(Nanos(now), ThreadId(t))),
+                        Op::Schedule => alloc::format!("{:?}", s.schedule(Nanos(now))),
+                        Op::Exclude(d) => {
+                            s.exclude(Nanos(d));
+                            alloc::string::String::new()
+                        }
+                    };
+                    GENERAL_ONLY.with(|c| c.set(false));
+                    out
+                };
+                let a = call(&mut fast, false);
+                let b = call(&mut general, true);
+                prop_assert_eq!(&a, &b, "{:?} at {}", op, now);
+                prop_assert_eq!(alloc::format!("{fast:?}"), alloc::format!("{general:?}"), "{:?} at {}", op, now);
+            }
         }
     }
 

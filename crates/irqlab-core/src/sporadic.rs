@@ -143,8 +143,14 @@ impl SporadicServer {
     /// so it is kept at 0 or above (a negative capacity is no budget).
     #[inline]
     fn capacity(&self, now: Nanos) -> Nanos {
+        self.capacity_with(now, self.usage)
+    }
+
+    /// `capacity(now)` were the usage `usage`.
+    #[inline]
+    fn capacity_with(&self, now: Nanos, usage: Nanos) -> Nanos {
         match self.queue.front() {
-            Some(h) if h.time <= now => h.amount.saturating_sub(self.usage),
+            Some(h) if h.time <= now => h.amount.saturating_sub(usage),
             _ => Nanos::ZERO,
         }
     }
@@ -306,6 +312,28 @@ impl SporadicServer {
         if !self.budget.is_zero() {
             self.foreground = true;
         }
+    }
+
+    /// Alg. 3's common case, for the scheduler's fast decision (issue 20):
+    /// when the slice of `used` ending at `now` leaves a positive capacity
+    /// and nothing for Alg. 12 to split (`runnable`, or no usage), does
+    /// `ended(now, used)` (`runnable`) or `end_timeslice(now, used, false)`
+    /// and returns `true`; else changes nothing and returns `false`.
+    #[inline(always)]
+    pub(crate) fn slice_ended(&mut self, now: Nanos, used: Nanos, runnable: bool) -> bool {
+        let mut usage = self.usage;
+        usage += used;
+        let cap = self.capacity_with(now, usage);
+        if cap.is_zero() || !(runnable || usage.is_zero()) {
+            return false;
+        }
+        self.usage = usage;
+        self.budget = cap;
+        if runnable {
+            // Alg. 4's foreground flag (`ended`)
+            self.foreground = true;
+        }
+        true
     }
 
     /// `end_timeslice` past its common case: Alg. 11 on a depleted
