@@ -534,9 +534,10 @@ impl Scheduler {
     /// QUEST-VCPU Alg. 1 `schedule`.
     ///
     /// The commonest decision is done here (issue 20): the server that ran
-    /// is a foreground sporadic server with a fixed-priority queue whose
-    /// slice end (Alg. 3, and Alg. 4 when it stays runnable) is Alg. 3's
-    /// common case (`SporadicServer::slice_ended`), no replenishment fell
+    /// is an unbounded server, or a foreground sporadic server whose slice
+    /// end (Alg. 3, and Alg. 4 when it stays runnable) is Alg. 3's common
+    /// case (`SporadicServer::slice_ended`), with a fixed-priority queue;
+    /// no replenishment fell
     /// due, and a server has budget. It checks all that before it changes
     /// anything; every other decision is `schedule_rest`, the whole of
     /// Alg. 1 with the periodic servers' charge with stolen time, round
@@ -551,21 +552,30 @@ impl Scheduler {
         let dt = (now - self.t_prev) - self.stolen;
         let slot = &mut self.servers[cur.server];
         let runnable = slot.nrun > 0;
-        let (Server::Sporadic(ss), RunQueue::Fp(_), Place::Ready(old), false) =
-            (&mut slot.server, &slot.runq, &slot.place, cur.background)
+        let (RunQueue::Fp(_), Place::Ready(old), false) = (&slot.runq, &slot.place, cur.background)
         else {
             return Ok(self.schedule_rest(now));
         };
-        // A server that stays runnable stays where it is filed when its
-        // budget stays positive: under its key, as a sporadic server's key
-        // is fixed at creation (`replace_updated` finds `old == key`).
-        debug_assert!({
-            let (class, key) = ss.key();
-            *old == pack(class, key, ss.tie(), cur.server)
-        });
-        if !ss.slice_ended(now, dt, runnable) {
+        let ended = match &mut slot.server {
+            Server::Sporadic(ss) => ss.slice_ended(now, dt, runnable),
+            // (its hooks do nothing, its budget is unlimited)
+            Server::Unbounded(_) => true,
+            _ => false,
+        };
+        if !ended {
             return Ok(self.schedule_rest(now));
         }
+        // A server that stays runnable stays where it is filed when its
+        // budget stays positive: under its key, as the key of a sporadic
+        // or unbounded server is fixed at creation (`replace_updated`
+        // finds `old == key`).
+        debug_assert!(
+            !runnable
+                || *old == {
+                    let (class, key, tie) = slot.server.order();
+                    pack(class, key, tie, cur.server)
+                }
+        );
         // (from here on as `schedule_rest`, which would take the same
         // steps; `current` is overwritten by the dispatch, or taken by
         // `pick_cold`)
@@ -880,9 +890,10 @@ impl Scheduler {
     /// runnable (a further request). Returns `true` when the caller must
     /// call `schedule` now (line 5-6: preemption).
     ///
-    /// The commonest wake-up, of a thread of an idle sporadic server with
-    /// one fixed-priority queue that gets budget, is done here with nothing
-    /// live across a call; every other case is `wakeup_rest` (issue 20).
+    /// The commonest wake-up, of the one thread of an idle fixed-priority
+    /// queue of a sporadic server that gets budget or of an unbounded
+    /// server, is done here with nothing live across a call; every other
+    /// case is `wakeup_rest` (issue 20).
     pub fn wakeup(
         &mut self,
         now: Nanos,
@@ -910,15 +921,21 @@ impl Scheduler {
             && matches!(slot.place, Place::Idle)
             && current.is_none_or(|c| c.server != sid)
         {
-            if let (Server::Sporadic(ss), RunQueue::Fp(FpQueue::Small(v))) =
-                (&mut slot.server, &mut slot.runq)
-            {
-                // Lines 2-4 of Alg. 2 (Alg. 13, then Alg. 4): only when
-                // the server gets budget, else nothing changed yet.
-                if v.is_empty() && ss.unblocked_idle(now) {
-                    let budget = ss.budget();
-                    let (class, key) = ss.key();
-                    let k = pack(class, key, ss.tie(), sid);
+            if let RunQueue::Fp(FpQueue::Small(v)) = &mut slot.runq {
+                // Lines 2-4 of Alg. 2 (`unblock`, then `update_budget`;
+                // the sporadic server's Alg. 13 and 4): only when the
+                // server gets budget, else nothing changed yet. (An
+                // unbounded server's hooks do nothing.)
+                let got = match &mut slot.server {
+                    _ if !v.is_empty() => None,
+                    Server::Sporadic(ss) => ss
+                        .unblocked_idle(now)
+                        .then(|| (ss.budget(), ss.key(), ss.tie())),
+                    Server::Unbounded(u) => Some((u.budget(), u.key(), u.tie())),
+                    _ => None,
+                };
+                if let Some((budget, (class, key), tie)) = got {
+                    let k = pack(class, key, tie, sid);
                     // Line 1: the thread on its VCPU's run queue.
                     stats.wakeups += 1;
                     *seq += 1;
@@ -1289,7 +1306,7 @@ mod tests {
         #[test]
         fn fast_paths_match_the_general_code(
             kinds in proptest::collection::vec(
-                (prop_oneof![6 => 0u8..5, 1 => 5u8..8], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
+                (prop_oneof![5 => 0u8..5, 2 => Just(7u8), 1 => 5u8..7], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
                 1..9),
             ops in proptest::collection::vec(op(), 1..400),
         ) {
