@@ -1278,7 +1278,17 @@ mod tests {
                     )
                     .unwrap(),
                 ),
-                _ => Server::Unbounded(crate::server::Unbounded::new(t.as_ns())),
+                7 => Server::Unbounded(crate::server::Unbounded::new(t.as_ns())),
+                8 => Server::Polling(
+                    crate::periodic::PollingServer::new(
+                        c,
+                        t,
+                        ServerPriority::RateMonotonic,
+                        Nanos(0),
+                    )
+                    .unwrap(),
+                ),
+                _ => Server::Cbs(crate::cbs::Cbs::new(c, t, Nanos(0)).unwrap()),
             };
             let policy = if rr {
                 ThreadPolicy::RoundRobin { quantum: Nanos(7) }
@@ -1306,7 +1316,7 @@ mod tests {
         #[test]
         fn fast_paths_match_the_general_code(
             kinds in proptest::collection::vec(
-                (prop_oneof![5 => 0u8..5, 2 => Just(7u8), 1 => 5u8..7], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
+                (prop_oneof![5 => 0u8..5, 2 => Just(7u8), 2 => prop_oneof![5u8..7, 8u8..10]], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
                 1..9),
             ops in proptest::collection::vec(op(), 1..400),
         ) {
