@@ -37,7 +37,12 @@
 //!   not need (round robin, the periodic servers' stolen time, due
 //!   replenishments, background and idle, a thread of the running server
 //!   waking) is out of line. The dispatched server's key is kept with the
-//!   dispatch for Alg. 2's preemption test.
+//!   dispatch for Alg. 2's preemption test. `schedule`, `wakeup` and
+//!   `block` check first whether their commonest case applies (sporadic
+//!   and unbounded servers with a fixed-priority queue), change nothing
+//!   until it does, and otherwise run the general code out of line
+//!   (`*_rest`), so that the common case holds nothing across a call; a
+//!   property test checks them against the general code alone.
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::string::String;
