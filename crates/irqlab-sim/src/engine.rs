@@ -172,11 +172,81 @@ impl Timers {
 
 /// The most pending events the sorted vector holds (`Events::small`); one
 /// more, and they move to the radix heap.
-const SMALL: usize = 32;
+pub(crate) const SMALL: usize = 32;
 /// Pending events left in the radix heap at which they move back to the
 /// sorted vector (the gap to `SMALL` bounds the moves to one per
 /// `SMALL - SMALL_BACK` operations).
 const SMALL_BACK: usize = 8;
+
+/// The most tasks whose pending releases are kept in `Slots` (more than
+/// `SMALL`, up to this many). Measured against the radix heap on one CPU
+/// (docs/performance.md, rel20v10): SLOTS_MAX_FIGURES.
+pub(crate) const SLOTS_MAX: usize = 256;
+
+/// One pending release per task, in a tournament tree over the tasks (a
+/// post is a replay of one leaf-to-root path, O(log tasks); the earliest
+/// is read at the root in O(1)). The radix heap moves every event of its
+/// lowest bucket at each of its pops, and a periodic task set of a few
+/// hundred tasks keeps one pending release per task there; a slot per
+/// task replaces those moves by a replay of the task's path. Each node
+/// holds the winning key itself, not only the winning task, so a replay
+/// reads the sibling's key at an address known in advance (the loads of
+/// the levels do not wait on one another's compares).
+#[derive(Default)]
+struct Slots {
+    /// `keys[k]`: the earliest key below node `k`, as `time << 64 | seq`
+    /// (one comparison orders two keys), `u128::MAX` for none; the leaves
+    /// are `keys[n..2n]` (task `t` at `n + t`), the root `keys[1]`. Empty:
+    /// no slots (the simulation keeps its releases in the queue).
+    keys: Vec<u128>,
+    /// `win[k]`: the task of `keys[k]`.
+    win: Vec<u32>,
+}
+
+impl Slots {
+    fn new(tasks: usize) -> Slots {
+        let n = tasks.max(1).next_power_of_two();
+        let mut win = vec![0u32; 2 * n];
+        for (i, x) in win[n..].iter_mut().enumerate() {
+            *x = i as u32;
+        }
+        for k in (1..n).rev() {
+            win[k] = win[2 * k];
+        }
+        Slots {
+            keys: vec![u128::MAX; 2 * n],
+            win,
+        }
+    }
+
+    /// Set task `t`'s slot to `key` (`u128::MAX`: empty) and replay its
+    /// path: at each level the winner so far meets the sibling's. The
+    /// indices are masked by `2n - 1` (the arrays' length is a power of
+    /// two), so the loads need no bounds checks.
+    #[inline]
+    fn set(&mut self, t: usize, mut wk: u128) {
+        let len = self.keys.len();
+        let mask = len.wrapping_sub(1);
+        let keys = &mut self.keys[..];
+        let win = &mut self.win[..];
+        if len == 0 || win.len() != len {
+            return;
+        }
+        let mut node = (len / 2 + t) & mask;
+        keys[node] = wk;
+        let mut w = t as u32;
+        while node > 1 {
+            let sib = (node ^ 1) & mask;
+            let sk = keys[sib];
+            if sk < wk {
+                (w, wk) = (win[sib], sk);
+            }
+            node = (node / 2) & mask;
+            keys[node] = wk;
+            win[node] = w;
+        }
+    }
+}
 
 /// The future events of one simulation, in (time, posting) order.
 ///
@@ -227,6 +297,52 @@ pub(crate) struct Events {
     /// The first event's key while `current` is empty, once `peek` found
     /// it (kept up to date by `post`, forgotten by a take).
     first: Option<Key>,
+    /// Each task's pending release, for 33-256 tasks (`reserve_slots`);
+    /// empty otherwise.
+    slots: Slots,
+    /// The task whose release was taken from its slot last and is still
+    /// there (`NONE`: none): the task's next post overwrites it (one
+    /// replay per release, not two), or the next `first_release` empties
+    /// it.
+    taken: usize,
+}
+
+/// No task (`Events::taken`).
+const NONE: usize = usize::MAX;
+
+/// Which of the three sources comes next (`earliest`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Next {
+    /// A CPU's check timer (`Timers`).
+    Timer(usize),
+    /// The queue's first event (`Events::pop`).
+    Queued,
+    /// The first pending release in a slot (`Events::take_release`).
+    Release(usize),
+}
+
+/// The earliest of the first CPU timer, the queue's first event and the
+/// first pending release, by (time, posting sequence): the sequence
+/// numbers of the three are distinct (one counter stamps them all), so
+/// this is the order one queue holding all of them would give.
+#[inline]
+pub(crate) fn earliest(
+    timer: Option<(Key, usize)>,
+    queued: Option<Key>,
+    release: Option<(Key, usize)>,
+) -> Option<(Key, Next)> {
+    let mut best = queued.map(|q| (q, Next::Queued));
+    if let Some((k, c)) = timer {
+        if best.is_none_or(|(b, _)| k < b) {
+            best = Some((k, Next::Timer(c)));
+        }
+    }
+    if let Some((k, t)) = release {
+        if best.is_none_or(|(b, _)| k < b) {
+            best = Some((k, Next::Release(t)));
+        }
+    }
+    best
 }
 
 impl Default for Events {
@@ -241,6 +357,8 @@ impl Default for Events {
             last: 0,
             seq: 0,
             first: None,
+            slots: Slots::default(),
+            taken: NONE,
         }
     }
 }
@@ -253,9 +371,30 @@ impl Events {
         self.seq
     }
 
+    /// One slot per task for `tasks` tasks, before any post: from then on
+    /// a task's release goes to its slot unless the slot already holds one
+    /// (a second pending release goes to the queue).
+    pub(crate) fn reserve_slots(&mut self, tasks: usize) {
+        self.slots = Slots::new(tasks);
+        self.taken = NONE;
+    }
+
+    /// Whether releases go to slots (`reserve_slots`).
+    #[cfg(test)]
+    pub(crate) fn has_slots(&self) -> bool {
+        !self.slots.keys.is_empty()
+    }
+
     /// Queue `kind` at `time`, after every event already queued at `time`.
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {
         let seq = self.stamp();
+        if !self.slots.keys.is_empty() {
+            if let EvKind::Release { task } = kind {
+                if self.post_release(task, time, seq) {
+                    return;
+                }
+            }
+        }
         let item = Item { time, seq, kind };
         if !self.large {
             if self.small.len() < SMALL {
@@ -287,6 +426,48 @@ impl Events {
         } else {
             self.place(item);
         }
+    }
+
+    /// Put task `task`'s release in its slot if the slot is free (or
+    /// holds the release just taken); false: the queue takes it.
+    fn post_release(&mut self, task: usize, time: u64, seq: u64) -> bool {
+        let leaf = self.slots.keys.len() / 2 + task;
+        if task >= self.slots.keys.len() / 2 {
+            return false;
+        }
+        if task == self.taken {
+            self.taken = NONE;
+        } else if self.slots.keys.get(leaf) != Some(&u128::MAX) {
+            return false;
+        }
+        self.slots.set(task, (time as u128) << 64 | seq as u128);
+        true
+    }
+
+    /// The first pending release in a slot: its key and task (none without
+    /// slots). The release taken last, if still in its slot, is emptied
+    /// first.
+    #[inline]
+    pub(crate) fn first_release(&mut self) -> Option<(Key, usize)> {
+        if self.slots.keys.is_empty() {
+            return None;
+        }
+        if self.taken != NONE {
+            self.slots.set(self.taken, u128::MAX);
+            self.taken = NONE;
+        }
+        let key = self.slots.keys[1];
+        let task = self.slots.win[1] as usize;
+        (key != u128::MAX).then_some((((key >> 64) as u64, key as u64), task))
+    }
+
+    /// Take task `task`'s release from its slot (the one `first_release`
+    /// returned): it stays there until the task's next post overwrites it
+    /// or the next `first_release` empties it.
+    #[inline]
+    pub(crate) fn take_release(&mut self, task: usize) -> EvKind {
+        self.taken = task;
+        EvKind::Release { task }
     }
 
     /// The sorted vector is full: its events move to the radix heap, from
@@ -410,14 +591,36 @@ impl Events {
         kind
     }
 
-    /// The earliest event if it is due at or before `until`.
+    /// The key of the earliest event, queued or in a slot (the machine's
+    /// choice, `earliest`, without timers).
+    #[cfg(test)]
+    pub(crate) fn peek_any(&mut self) -> Option<Key> {
+        let queued = self.peek();
+        let release = self.first_release();
+        earliest(None, queued, release).map(|(k, _)| k)
+    }
+
+    /// Take the earliest event, queued or in a slot.
+    #[cfg(test)]
+    pub(crate) fn pop_any(&mut self) -> Option<EvKind> {
+        let queued = self.peek();
+        let release = self.first_release();
+        match earliest(None, queued, release)?.1 {
+            Next::Queued => self.pop(),
+            Next::Release(t) => Some(self.take_release(t)),
+            Next::Timer(_) => None,
+        }
+    }
+
+    /// The earliest event, queued or in a slot, if it is due at or before
+    /// `until`.
     #[cfg(test)]
     pub(crate) fn pop_until(&mut self, until: u64) -> Option<Ev> {
-        let time = self.peek()?.0;
+        let time = self.peek_any()?.0;
         if time > until {
             return None;
         }
-        self.pop().map(|kind| Ev { time, kind })
+        self.pop_any().map(|kind| Ev { time, kind })
     }
 }
 
@@ -576,6 +779,141 @@ mod tests {
                 prop_assert_eq!(t.first(), want);
             }
         }
+    }
+
+    /// One step of `slots_check`.
+    #[derive(Clone, Debug)]
+    enum SlotOp {
+        /// A release of task `task` (with or without a slot) `dt` after now.
+        Release { task: usize, dt: u64 },
+        /// Another event `dt` after now.
+        Other { dt: u64 },
+        /// `n` posts at once (releases and other events, many ties): past
+        /// `SMALL`, the queue takes its radix form.
+        Burst { n: usize, dt: u64 },
+        /// A sequence number stamped for a CPU timer (a gap).
+        Stamp,
+        /// Take `n` events; after a release, post the task's next release
+        /// right away if `again` (what the machine's handler does).
+        Take { n: usize, again: bool, dt: u64 },
+    }
+
+    fn slot_op() -> impl Strategy<Value = SlotOp> {
+        prop_oneof![
+            4 => (0usize..16, 0u64..40).prop_map(|(task, dt)| SlotOp::Release { task, dt }),
+            2 => (0u64..40).prop_map(|dt| SlotOp::Other { dt }),
+            1 => (0usize..3 * SMALL, 0u64..8).prop_map(|(n, dt)| SlotOp::Burst { n, dt }),
+            1 => Just(SlotOp::Stamp),
+            4 => (0usize..8, any::<bool>(), 0u64..40)
+                .prop_map(|(n, again, dt)| SlotOp::Take { n, again, dt }),
+        ]
+    }
+
+    /// Post `kind` at `t` to the queue and to the reference.
+    fn post_both(
+        q: &mut Events,
+        r: &mut BinaryHeap<Reverse<(u64, u64, EvKind)>>,
+        t: u64,
+        kind: EvKind,
+    ) {
+        q.post(t, kind);
+        r.push(Reverse((t, q.seq, kind)));
+    }
+
+    /// The events of `slots` tasks in slots, and everything else in the
+    /// queue, come out exactly as from one binary heap on (time, sequence
+    /// number): every peeked key and every taken event.
+    fn slots_check(slots: usize, ops: &[SlotOp]) -> Result<(), TestCaseError> {
+        let mut q = Events::default();
+        if slots > 0 {
+            q.reserve_slots(slots);
+        }
+        let mut r: BinaryHeap<Reverse<(u64, u64, EvKind)>> = BinaryHeap::new();
+        let mut now = 0u64;
+        let mut k = 0usize;
+        let take =
+            |q: &mut Events, r: &mut BinaryHeap<Reverse<(u64, u64, EvKind)>>, now: &mut u64| {
+                let want = r.peek().map(|&Reverse((t, s, _))| (t, s));
+                prop_assert_eq!(q.peek_any(), want);
+                let got = q.pop_any();
+                let want = r.pop().map(|Reverse((t, _, kind))| {
+                    *now = t;
+                    kind
+                });
+                prop_assert_eq!(got, want);
+                Ok(got)
+            };
+        for op in ops {
+            match *op {
+                SlotOp::Release { task, dt } => {
+                    post_both(&mut q, &mut r, now + dt, EvKind::Release { task });
+                }
+                SlotOp::Other { dt } => {
+                    k += 1;
+                    post_both(&mut q, &mut r, now + dt, EvKind::Wake { thread: k });
+                }
+                SlotOp::Burst { n, dt } => {
+                    for i in 0..n {
+                        let t = now + (i as u64 * 7 + dt) % 5;
+                        let kind = if i % 3 == 0 {
+                            EvKind::Release { task: i % 16 }
+                        } else {
+                            k += 1;
+                            EvKind::Wake { thread: k }
+                        };
+                        post_both(&mut q, &mut r, t, kind);
+                    }
+                }
+                SlotOp::Stamp => {
+                    q.stamp();
+                }
+                SlotOp::Take { n, again, dt } => {
+                    for _ in 0..n {
+                        let got = take(&mut q, &mut r, &mut now)?;
+                        if let (Some(EvKind::Release { task }), true) = (got, again) {
+                            post_both(&mut q, &mut r, now + dt, EvKind::Release { task });
+                        }
+                    }
+                }
+            }
+        }
+        while take(&mut q, &mut r, &mut now)?.is_some() {}
+        Ok(())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        /// Releases in slots keep the order of one queue: 0-11 tasks with a
+        /// slot, releases of tasks with and without one, second releases of
+        /// a task (its slot taken: to the queue), re-posts right after a
+        /// take (over the taken slot), bursts past `SMALL` (the radix form),
+        /// sequence gaps; every peeked key and every taken event is one
+        /// binary heap's on (time, sequence number).
+        #[test]
+        fn releases_in_slots_keep_the_order_of_one_queue(
+            slots in 0usize..12,
+            ops in proptest::collection::vec(slot_op(), 0..200)
+        ) {
+            slots_check(slots, &ops)?;
+        }
+    }
+
+    #[test]
+    fn earliest_orders_by_time_then_sequence() {
+        let k = |t, s| (t, s);
+        assert_eq!(earliest(None, None, None), None);
+        assert_eq!(
+            earliest(Some((k(5, 3), 1)), Some(k(5, 2)), Some((k(5, 4), 7))),
+            Some((k(5, 2), Next::Queued))
+        );
+        assert_eq!(
+            earliest(Some((k(5, 3), 1)), Some(k(5, 9)), Some((k(5, 1), 7))),
+            Some((k(5, 1), Next::Release(7)))
+        );
+        assert_eq!(
+            earliest(Some((k(4, 30), 1)), Some(k(5, 2)), Some((k(5, 1), 7))),
+            Some((k(4, 30), Next::Timer(1)))
+        );
     }
 
     /// The queue takes the radix form past `SMALL` pending events and the

@@ -36,7 +36,7 @@ use crate::config::{PolicyCfg, Release, SimConfig};
 use crate::cpu::Cpu;
 use crate::devices::xhci::XhciState;
 use crate::devices::DeviceState;
-use crate::engine::{Dirty, EvKind, Events, Timers};
+use crate::engine::{earliest, Dirty, EvKind, Events, Next, Timers, SLOTS_MAX};
 use crate::error::SimError;
 use crate::metrics::Metrics;
 use crate::paths::hypervisor::VirqState;
@@ -187,6 +187,14 @@ impl Simulation {
     /// servers, tasks, class bottom halves, xHCI interrupters, ksoftirqd,
     /// virtual interrupts), so indices -- and results -- are stable.
     pub fn new(cfg: SimConfig) -> Result<Simulation, SimError> {
+        Simulation::build(cfg, None)
+    }
+
+    /// `new`, with each task's pending release in a slot (`Some(true)`),
+    /// in the queue (`Some(false)`), or by the number of tasks (`None`:
+    /// slots for 33-256 tasks, `engine::SLOTS_MAX`). Only the speed
+    /// differs (tests compare the three).
+    pub(crate) fn build(cfg: SimConfig, slots: Option<bool>) -> Result<Simulation, SimError> {
         cfg.check()?;
         // the windows are allocated once their number is bounded
         // (`bound_windows`), not before
@@ -269,6 +277,13 @@ impl Simulation {
             sim.trace.names(sim.cfg.cpus, &names);
         }
         sim.wake_flow = vec![None; sim.threads.len()];
+        // slots past the sorted vector's `SMALL` (the releases of fewer
+        // tasks fit in it) and up to `SLOTS_MAX` (the tree's replay grows
+        // with the tasks; past it the radix heap is faster)
+        let ntasks = sim.cfg.tasks.len();
+        if slots.unwrap_or(ntasks > crate::engine::SMALL && ntasks <= SLOTS_MAX) {
+            sim.events.reserve_slots(ntasks);
+        }
         for i in 0..sim.cfg.tasks.len() {
             let at = match sim.cfg.tasks[i].release {
                 Release::Once { at } => at,
@@ -389,15 +404,14 @@ impl Simulation {
         self.superseded_after.retain(|&t| t > until);
         self.processed += (before - self.superseded_after.len()) as u64;
         loop {
-            // the earlier of the first queued event and the first CPU
-            // timer, in (time, posting) order
+            // the earliest of the first CPU timer, the first queued event
+            // and the first pending release in a slot, in (time, posting)
+            // order
             let timer = self.timers.first();
             let queued = self.events.peek();
-            let (time, cpu) = match (timer, queued) {
-                (Some((k, c)), None) => (k.0, Some(c)),
-                (Some((k, c)), Some(q)) if k < q => (k.0, Some(c)),
-                (_, Some(q)) => (q.0, None),
-                (None, None) => break,
+            let release = self.events.first_release();
+            let Some(((time, _), next)) = earliest(timer, queued, release) else {
+                break;
             };
             if time > until {
                 break;
@@ -420,24 +434,30 @@ impl Simulation {
             }
             self.now = time;
             self.processed += 1;
-            let settled = match cpu {
-                Some(c) => {
+            let settled = match next {
+                Next::Timer(c) => {
                     // the fired timer stays in `timers` while the CPU is
                     // re-evaluated: re-arming overwrites it (one update of
                     // the tree, not two); it is cleared below otherwise
                     self.cpus[c].armed = None;
-                    self.settle_from(c)
+                    let settled = self.settle_from(c);
+                    if self.cpus[c].armed.is_none() {
+                        self.timers.set(c, None);
+                    }
+                    settled
                 }
-                None => {
+                Next::Queued => {
                     if let Some(kind) = self.events.pop() {
                         self.handle(kind)?;
                     }
                     self.settle()
                 }
+                Next::Release(task) => {
+                    let kind = self.events.take_release(task);
+                    self.handle(kind)?;
+                    self.settle()
+                }
             };
-            if let Some(c) = cpu.filter(|&c| self.cpus[c].armed.is_none()) {
-                self.timers.set(c, None);
-            }
             settled?;
         }
         self.now = self.now.max(until);
@@ -525,3 +545,7 @@ impl Simulation {
 #[cfg(test)]
 #[path = "machine_guard_tests.rs"]
 mod guard_tests;
+
+#[cfg(test)]
+#[path = "machine_slots_tests.rs"]
+mod slots_tests;
