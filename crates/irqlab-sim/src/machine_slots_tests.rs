@@ -13,9 +13,12 @@ use serde_json::json;
 /// A task set of `cpus` x `per_cpu` tasks with periods of whole
 /// milliseconds (so releases of several tasks, deadlines and the device's
 /// arrivals fall at equal instants), about `load` of each CPU; every
-/// third server sporadic, every fifth task aborts late jobs, every
-/// seventh is one-shot, every eleventh has a few jobs, every thirteenth
-/// sleeps mid-job.
+/// third server sporadic, every fifth task aborts late jobs (at a
+/// deadline 5 ms past its period), every seventh is one-shot, every
+/// eleventh has a few jobs, every thirteenth sleeps 7 ms first. The
+/// deadlines and the wake-ups are queued events posted before releases
+/// due at the same instant (of tasks of shorter periods), so a tie that
+/// a release won by time alone would change the order.
 fn system(cpus: usize, per_cpu: usize, load: f64, duration_ms: u64) -> SimConfig {
     let ms = 1_000_000u64;
     let mut rng = SplitMix64::new(2026 + (cpus * per_cpu) as u64);
@@ -42,12 +45,17 @@ fn system(cpus: usize, per_cpu: usize, load: f64, duration_ms: u64) -> SimConfig
             } else if i % 11 == 10 {
                 json!({"kind": "periodic", "period": period, "jobs": 3,
                        "offset": (k as u64 % 3) * ms})
+            } else if i % 5 == 4 {
+                // a deadline past the period: posted before the releases
+                // of shorter periods due at the same instant
+                json!({"kind": "periodic", "period": period, "deadline": period + 5 * ms})
             } else {
                 json!({"kind": "periodic", "period": period})
             };
             let program = if i % 13 == 12 {
-                json!([{"op": "compute", "ns": ns / 2 + 1}, {"op": "sleep", "ns": ms},
-                       {"op": "compute", "ns": ns / 2 + 1}])
+                // a wake-up posted before the releases of shorter periods
+                // due at the same instant
+                json!([{"op": "sleep", "ns": 7 * ms}, {"op": "compute", "ns": ns}])
             } else {
                 json!([{"op": "compute", "ns": ns}])
             };
