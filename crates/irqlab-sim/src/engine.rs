@@ -380,7 +380,7 @@ impl Events {
     }
 
     /// Whether releases go to slots (`reserve_slots`).
-    #[cfg(test)]
+    #[inline]
     pub(crate) fn has_slots(&self) -> bool {
         !self.slots.keys.is_empty()
     }
@@ -388,7 +388,7 @@ impl Events {
     /// Queue `kind` at `time`, after every event already queued at `time`.
     pub(crate) fn post(&mut self, time: u64, kind: EvKind) {
         let seq = self.stamp();
-        if !self.slots.keys.is_empty() {
+        if self.has_slots() {
             if let EvKind::Release { task } = kind {
                 if self.post_release(task, time, seq) {
                     return;
@@ -449,7 +449,7 @@ impl Events {
     /// first.
     #[inline]
     pub(crate) fn first_release(&mut self) -> Option<(Key, usize)> {
-        if self.slots.keys.is_empty() {
+        if !self.has_slots() {
             return None;
         }
         if self.taken != NONE {

@@ -409,9 +409,21 @@ impl Simulation {
             // order
             let timer = self.timers.first();
             let queued = self.events.peek();
-            let release = self.events.first_release();
-            let Some(((time, _), next)) = earliest(timer, queued, release) else {
-                break;
+            let (time, next) = if self.events.has_slots() {
+                let release = self.events.first_release();
+                match earliest(timer, queued, release) {
+                    Some(((time, _), next)) => (time, next),
+                    None => break,
+                }
+            } else {
+                // no slots (up to `SMALL` tasks, or past `SLOTS_MAX`): the
+                // two-way choice alone, as cheap as before the slots
+                match (timer, queued) {
+                    (Some((k, c)), None) => (k.0, Next::Timer(c)),
+                    (Some((k, c)), Some(q)) if k < q => (k.0, Next::Timer(c)),
+                    (_, Some(q)) => (q.0, Next::Queued),
+                    (None, None) => break,
+                }
             };
             if time > until {
                 break;
@@ -446,15 +458,15 @@ impl Simulation {
                     }
                     settled
                 }
-                Next::Queued => {
-                    if let Some(kind) = self.events.pop() {
+                // one call of `handle` for both (it stays inlined here)
+                Next::Queued | Next::Release(_) => {
+                    let kind = match next {
+                        Next::Release(task) => Some(self.events.take_release(task)),
+                        _ => self.events.pop(),
+                    };
+                    if let Some(kind) = kind {
                         self.handle(kind)?;
                     }
-                    self.settle()
-                }
-                Next::Release(task) => {
-                    let kind = self.events.take_release(task);
-                    self.handle(kind)?;
                     self.settle()
                 }
             };
