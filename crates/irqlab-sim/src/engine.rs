@@ -179,9 +179,15 @@ pub(crate) const SMALL: usize = 32;
 const SMALL_BACK: usize = 8;
 
 /// The most tasks whose pending releases are kept in `Slots` (more than
-/// `SMALL`, up to this many). Measured against the radix heap on one CPU
-/// (docs/performance.md, rel20v10): SLOTS_MAX_FIGURES.
-pub(crate) const SLOTS_MAX: usize = 256;
+/// `SMALL`, up to this many; past it they stay in the radix heap). Where
+/// the slots stop winning, measured on one CPU (docs/performance.md,
+/// rel20v10; `partitioned(1, n)` sets, slots for every size against the
+/// radix heap, time ratio per round, medians of 101 rounds): 384 tasks
+/// 0.933, 512 tasks 0.951 (a 512-leaf tree, 9 levels); 640 tasks 1.003,
+/// 768 tasks 1.040, 1,000 tasks 1.008 (a 1,024-leaf tree, 10 levels);
+/// 10,000 tasks +5.1 % instructions. So slots up to 512 tasks, the last
+/// tree size that wins.
+pub(crate) const SLOTS_MAX: usize = 512;
 
 /// One pending release per task, in a tournament tree over the tasks (a
 /// post is a replay of one leaf-to-root path, O(log tasks); the earliest
@@ -297,7 +303,7 @@ pub(crate) struct Events {
     /// The first event's key while `current` is empty, once `peek` found
     /// it (kept up to date by `post`, forgotten by a take).
     first: Option<Key>,
-    /// Each task's pending release, for 33-256 tasks (`reserve_slots`);
+    /// Each task's pending release, for 33-512 tasks (`reserve_slots`);
     /// empty otherwise.
     slots: Slots,
     /// The task whose release was taken from its slot last and is still

@@ -192,7 +192,7 @@ impl Simulation {
 
     /// `new`, with each task's pending release in a slot (`Some(true)`),
     /// in the queue (`Some(false)`), or by the number of tasks (`None`:
-    /// slots for 33-256 tasks, `engine::SLOTS_MAX`). Only the speed
+    /// slots for 33-512 tasks, `engine::SLOTS_MAX`). Only the speed
     /// differs (tests compare the three).
     pub(crate) fn build(cfg: SimConfig, slots: Option<bool>) -> Result<Simulation, SimError> {
         cfg.check()?;

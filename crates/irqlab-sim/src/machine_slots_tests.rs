@@ -1,5 +1,5 @@
 //! The pending releases of a task set in slots (`engine::Slots`) change
-//! nothing but the speed: systems of 33-256 tasks (where `Simulation::new`
+//! nothing but the speed: systems of 33-512 tasks (where `Simulation::new`
 //! uses slots), on one CPU and on several, with sporadic servers,
 //! `abort_on_miss` deadlines, one-shot and limited tasks, sleeps and a
 //! device's interrupts mixed with the releases (many at equal times), give
@@ -112,7 +112,7 @@ fn same_with_and_without_slots(cfg: SimConfig) {
 
 #[test]
 fn slots_on_one_cpu_give_the_same_metrics() {
-    for tasks in [33, 100, 200, 256] {
+    for tasks in [33, 100, 200, 300, 512] {
         same_with_and_without_slots(system(1, tasks, 1.2, 300));
     }
 }
@@ -124,13 +124,13 @@ fn slots_on_several_cpus_give_the_same_metrics() {
 }
 
 #[test]
-fn slots_are_used_for_33_to_256_tasks() {
+fn slots_are_used_for_33_to_512_tasks() {
     for (tasks, slots) in [
         (10, false),
         (32, false),
         (33, true),
-        (256, true),
-        (257, false),
+        (512, true),
+        (513, false),
     ] {
         let sim = Simulation::new(system(1, tasks, 0.5, 10)).expect("builds");
         assert_eq!(sim.events.has_slots(), slots, "{tasks} tasks");
