@@ -298,6 +298,8 @@ pub(crate) struct Events {
     small: Vec<Item>,
     /// The events are in the radix heap (`current`, `buckets`).
     large: bool,
+    /// Releases go to `slots` (`reserve_slots`).
+    slotted: bool,
     /// Events pending in the radix heap.
     len: usize,
     current: VecDeque<Item>,
@@ -364,6 +366,7 @@ impl Default for Events {
         Events {
             small: Vec::new(),
             large: false,
+            slotted: false,
             len: 0,
             current: VecDeque::new(),
             buckets: std::array::from_fn(|_| Vec::new()),
@@ -390,13 +393,14 @@ impl Events {
     /// (a second pending release goes to the queue).
     pub(crate) fn reserve_slots(&mut self, tasks: usize) {
         self.slots = Slots::new(tasks);
+        self.slotted = true;
         self.taken = NONE;
     }
 
     /// Whether releases go to slots (`reserve_slots`).
     #[inline]
     pub(crate) fn has_slots(&self) -> bool {
-        !self.slots.keys.is_empty()
+        self.slotted
     }
 
     /// Queue `kind` at `time`, after every event already queued at `time`.
