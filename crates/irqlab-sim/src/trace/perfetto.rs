@@ -206,6 +206,18 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
     let servers = std::mem::take(&mut t.servers);
     let name = |i: u32| names.get(i as usize).map_or("?", |s| &**s);
     let server = |i: u32| servers.get(i as usize).map_or("?", |s| s.1.as_str());
+    // the composed names, built once (not a `String` per record)
+    let bg_names: Vec<String> = names.iter().map(|n| format!("{n} (bg)")).collect();
+    let bg_name = |i: u32| bg_names.get(i as usize).map_or("? (bg)", String::as_str);
+    let switch_names: Vec<String> = servers
+        .iter()
+        .map(|s| format!("vcpu switch ({})", s.1))
+        .collect();
+    let switch_name = |i: u32| {
+        switch_names
+            .get(i as usize)
+            .map_or("vcpu switch (?)", String::as_str)
+    };
     // open slices: (end, last begun first, track)
     let mut ends: BinaryHeap<Reverse<(u64, Reverse<u64>, u64)>> = BinaryHeap::new();
     let mut order = 0u64;
@@ -229,19 +241,12 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
         };
         let step = match r.kind {
             Kind::Run => {
-                let n = if r.bg {
-                    format!("{} (bg)", name(r.y))
-                } else {
-                    name(r.y).to_owned()
-                };
-                slice(&mut p, cpu_track(cpu, 0), &n, server(r.x))
-                    .and_then(|()| slice(&mut p, server_track(r.x as u64), &n, "server"))
+                let n = if r.bg { bg_name(r.y) } else { name(r.y) };
+                slice(&mut p, cpu_track(cpu, 0), n, server(r.x))
+                    .and_then(|()| slice(&mut p, server_track(r.x as u64), n, "server"))
             }
             Kind::Irq => slice(&mut p, cpu_track(cpu, 0), name(r.y), name(r.x)),
-            Kind::Switch => {
-                let n = format!("vcpu switch ({})", server(r.x));
-                slice(&mut p, cpu_track(cpu, 1), &n, "switch")
-            }
+            Kind::Switch => slice(&mut p, cpu_track(cpu, 1), switch_name(r.x), "switch"),
             Kind::FlowStart | Kind::FlowEnd => {
                 let field = if r.kind == Kind::FlowStart { 47 } else { 48 };
                 p.event(r.ts, INSTANT, cpu_track(cpu, 0), |m| {
