@@ -107,7 +107,8 @@ mod tests {
                 }
             }
             let mut want = v.clone();
-            want.sort_unstable_by_key(super::rec_key);
+            // the reference: its own key, not `rec_key`
+            want.sort_unstable_by_key(|r| (r.ts, std::cmp::Reverse(r.dur), r.seq));
             super::sort_recs(&mut v);
             assert_eq!(v, want, "case {case}");
         }
