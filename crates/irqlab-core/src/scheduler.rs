@@ -542,11 +542,11 @@ impl Scheduler {
     /// is an unbounded server, or a foreground sporadic server whose slice
     /// end (Alg. 3, and Alg. 4 when it stays runnable) is Alg. 3's common
     /// case (`SporadicServer::slice_ended`), with a fixed-priority queue;
-    /// no replenishment fell
-    /// due, and a server has budget. It checks all that before it changes
-    /// anything; every other decision is `schedule_rest`, the whole of
-    /// Alg. 1 with the periodic servers' charge with stolen time, round
-    /// robin, due replenishments, and the background and idle choices.
+    /// no replenishment fell due, and a server has budget. It checks all
+    /// that before it changes anything; every other decision is
+    /// `schedule_rest`, the whole of Alg. 1 with the periodic servers'
+    /// charge with stolen time, round robin, due replenishments, and the
+    /// background and idle choices.
     pub fn schedule(&mut self, now: Nanos) -> Result<Dispatch, CoreError> {
         self.check_time(now)?;
         let (Some(cur), true) = (self.current, fast_paths()) else {

@@ -449,10 +449,11 @@ impl Events {
     /// Put task `task`'s release in its slot if the slot is free (or
     /// holds the release just taken); false: the queue takes it.
     fn post_release(&mut self, task: usize, time: u64, seq: u64) -> bool {
-        let leaf = self.slots.keys.len() / 2 + task;
-        if task >= self.slots.keys.len() / 2 {
+        let n = self.slots.keys.len() / 2;
+        if task >= n {
             return false;
         }
+        let leaf = n + task;
         if task == self.taken {
             self.taken = NONE;
         } else if self.slots.keys.get(leaf) != Some(&u128::MAX) {
