@@ -271,6 +271,10 @@ pub(crate) struct CpuState {
     pub last_step: Nanos,
     pub dispatched: Option<ServerId>,
     pub dispatched_background: bool,
+    /// At the last pass, the server dispatched before it had a runnable
+    /// thread but its threads got no CPU time since the pass before
+    /// (something above every managed thread held the CPU).
+    pub starved: bool,
     /// How late the supervisor's timer woke it.
     pub timer_latency: LatencyRecorder,
     pub passes: u64,
@@ -468,6 +472,7 @@ impl Runtime {
                     servers: Vec::new(),
                     classes: Vec::new(),
                     last_step: Nanos::ZERO,
+                    starved: false,
                     dispatched: None,
                     dispatched_background: false,
                     timer_latency: LatencyRecorder::new(SAMPLES, None),

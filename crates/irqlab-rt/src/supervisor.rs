@@ -52,6 +52,7 @@ pub(crate) fn step(st: &mut CpuState, shared: &Shared, now: Nanos) -> Option<Nan
     }
     let wall = now.saturating_sub(st.last_step);
     st.last_step = now;
+    st.starved = current.is_some() && used.is_zero() && !wall.is_zero();
     if let Some(sid) = current {
         st.sched.exclude(wall.saturating_sub(used));
         // Enforcement precision: CPU time used beyond the budget the
@@ -183,22 +184,52 @@ fn sleep_for(next: Nanos, now: Nanos, pass: Nanos, min_sleep: Nanos) -> Nanos {
     next.saturating_sub(now).max(min_sleep).max(pass)
 }
 
+/// The starved-poll guard's cap, in units of the minimum sleep.
+const BACKOFF_MAX: u64 = 16;
+
+/// The least sleep after a pass, given the one after the previous pass:
+/// while timer wakes find the dispatched server starved (its threads got
+/// no CPU time since the previous pass: the top half or another thread
+/// above every managed thread holds the CPU), the sleep doubles from twice
+/// the minimum to `BACKOFF_MAX` times it; a doorbell, or any CPU time the
+/// server used, ends it. The duty-cycle guard of `sleep_for` is not enough
+/// on its own: here a poll of 10-25 us returned without a context switch,
+/// so a supervisor polling a starved server's last microseconds of budget
+/// kept the CPU from the very top half that starved it (the VMM's top half
+/// took 10-40 ms for a dozen events, `irqlab-vmm` tests/vint.rs). The
+/// price: when the CPU comes back, the server's thread may run up to one
+/// such sleep (at most `BACKOFF_MAX` x `min_sleep`) beyond its budget
+/// before the next pass stops it, once per starved stretch.
+fn starved_backoff(prev: Nanos, starved_timer_wake: bool, min_sleep: Nanos) -> Nanos {
+    if !starved_timer_wake {
+        return Nanos::ZERO;
+    }
+    Nanos(prev.0.saturating_mul(2)).clamp(
+        Nanos(min_sleep.0.saturating_mul(2)),
+        Nanos(min_sleep.0.saturating_mul(BACKOFF_MAX)),
+    )
+}
+
 /// The supervisor thread's body.
 pub(crate) fn run(shared: Arc<Shared>, cpu: Arc<CpuShared>) {
     let min_sleep = shared.cfg.min_sleep;
     let mut woke = sys::now();
+    let (mut rung, mut backoff) = (true, Nanos::ZERO);
     loop {
-        let next = {
+        let (next, starved) = {
             let mut st = cpu.lock();
             let now = sys::now();
-            step(&mut st, &shared, now)
+            let next = step(&mut st, &shared, now);
+            (next, st.starved)
         };
         if shared.stop.load(Ordering::SeqCst) {
             break;
         }
         let before = sys::now();
-        let timeout = next.map(|t| sleep_for(t, before, before.saturating_sub(woke), min_sleep));
-        let rung = sys::wait_readable(cpu.doorbell.0, timeout);
+        backoff = starved_backoff(backoff, starved && !rung, min_sleep);
+        let timeout =
+            next.map(|t| sleep_for(t, before, before.saturating_sub(woke), min_sleep).max(backoff));
+        rung = sys::wait_readable(cpu.doorbell.0, timeout);
         if let (false, Some(d)) = (rung, timeout) {
             // Woken by the timer: how late (the enforcement floor).
             let late = sys::now().saturating_sub(before + d);
@@ -235,5 +266,24 @@ mod tests {
         assert_eq!(sleep_for(us(1_030), now, us(45), min), us(45));
         // an update already due
         assert_eq!(sleep_for(us(900), now, us(5), min), us(10));
+    }
+
+    #[test]
+    fn starved_timer_wakes_back_off_to_the_cap_and_anything_else_ends_it() {
+        let us = Nanos::from_us;
+        let min = us(10);
+        let mut b = Nanos::ZERO;
+        let mut seen = Vec::new();
+        for _ in 0..7 {
+            b = starved_backoff(b, true, min);
+            seen.push(b);
+        }
+        assert_eq!(
+            seen,
+            [us(20), us(40), us(80), us(160), us(160), us(160), us(160)]
+        );
+        // A doorbell or CPU time used by the server: back to the plain rule.
+        assert_eq!(starved_backoff(us(160), false, min), Nanos::ZERO);
+        assert_eq!(starved_backoff(Nanos::ZERO, true, min), us(20));
     }
 }
