@@ -71,9 +71,36 @@ thread_local! {
 
 /// Run `f` (which takes a runtime lock) with parking deferred to its end.
 pub fn critical<R>(f: impl FnOnce() -> R) -> R {
-    let outer = CRITICAL.with(|c| c.replace(true));
-    let r = f();
-    if !outer {
+    let _c = Critical::enter();
+    f()
+}
+
+/// A critical section as a guard: while it lives, a park request on this
+/// thread is deferred; the thread parks when the outermost guard drops.
+/// Hold one while holding a lock that a thread of higher priority takes
+/// (the top half, the supervisor): parked with the lock held, the thread
+/// would make that thread wait for its replenishment.
+#[must_use = "parking is deferred only while the guard lives"]
+pub struct Critical {
+    outer: bool,
+    /// Thread-local state: the guard must drop on the thread that made it.
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl Critical {
+    pub fn enter() -> Critical {
+        Critical {
+            outer: !CRITICAL.with(|c| c.replace(true)),
+            _not_send: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for Critical {
+    fn drop(&mut self) {
+        if !self.outer {
+            return;
+        }
         CRITICAL.with(|c| c.set(false));
         if PENDING.with(|p| p.replace(false)) {
             let p = CELL.with(|c| c.get());
@@ -83,7 +110,6 @@ pub fn critical<R>(f: impl FnOnce() -> R) -> R {
             }
         }
     }
-    r
 }
 
 /// The signal used to park threads (SIGRTMIN + 3, clear of glibc's own).
@@ -135,4 +161,78 @@ pub fn attach(cell: &ParkCell) {
 /// Forget the calling thread's park cell.
 pub fn detach() {
     CELL.with(|c| c.set(std::ptr::null()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Barrier, Mutex};
+    use std::time::{Duration, Instant};
+
+    fn wait_until(what: &str, cond: impl Fn() -> bool) {
+        let end = Instant::now() + Duration::from_secs(10);
+        while !cond() {
+            assert!(Instant::now() < end, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// A park request that arrives while a `Critical` guard lives does not
+    /// stop the thread, so a lock it holds stays free for others; the
+    /// thread parks when the guard drops, and goes on at the unpark.
+    #[test]
+    fn a_park_inside_a_critical_guard_waits_for_its_drop() {
+        let cell = Arc::new(ParkCell::default());
+        let lock = Arc::new(Mutex::new(0u64));
+        let (tid, entered) = (Arc::new(AtomicU64::new(0)), Arc::new(Barrier::new(2)));
+        let (release, done) = (
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let t = {
+            let (cell, lock, tid, entered) =
+                (cell.clone(), lock.clone(), tid.clone(), entered.clone());
+            let (release, done) = (release.clone(), done.clone());
+            std::thread::spawn(move || {
+                attach(&cell);
+                tid.store(sys::gettid() as u64, Ordering::SeqCst);
+                {
+                    let _c = Critical::enter();
+                    let mut g = lock.lock().expect("lock");
+                    entered.wait();
+                    // The park request arrives here; keep working.
+                    while !release.load(Ordering::SeqCst) {
+                        *g += 1;
+                        std::hint::spin_loop();
+                    }
+                }
+                // Parked at the guard's drop until `unpark`.
+                done.store(true, Ordering::SeqCst);
+                detach();
+            })
+        };
+        entered.wait();
+        cell.park(tid.load(Ordering::SeqCst) as Tid)
+            .expect("signal");
+        // The request is taken by the handler and deferred, not parked.
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(
+            cell.parks.load(Ordering::SeqCst),
+            0,
+            "parked inside the guard"
+        );
+        release.store(true, Ordering::SeqCst);
+        // Dropping the guard parks it (the lock is free meanwhile).
+        wait_until("the park at the guard's drop", || {
+            cell.parks.load(Ordering::SeqCst) == 1
+        });
+        let progressed = *lock.lock().expect("lock is free while parked");
+        assert!(progressed > 0);
+        std::thread::sleep(Duration::from_millis(20));
+        assert!(!done.load(Ordering::SeqCst), "went on while parked");
+        cell.unpark();
+        wait_until("the unpark", || done.load(Ordering::SeqCst));
+        t.join().expect("thread");
+    }
 }

@@ -14,14 +14,14 @@ use irqlab_rt::RtHandle;
 
 use crate::devices::Backing;
 use crate::error::VmmError;
-use crate::machine::{lock, Shared};
+use crate::machine::{lock, lock_dev, Shared};
 use crate::vint::Counter;
 
 /// The top half's handler for device `d` (the physical ISR): drain the fd,
 /// accept each event. Returns the number of events and whether any was
 /// injected.
 pub(crate) fn physical_isr(sh: &Shared, d: usize, arrival: Nanos) -> (u64, bool) {
-    let mut st = lock(&sh.devs[d]);
+    let mut st = lock_dev(&sh.devs[d]);
     let mut n = 0;
     let mut injected = false;
     let held_before = st.held.len();
@@ -71,7 +71,7 @@ pub(crate) fn releaser(sh: &Shared, rt: &RtHandle) {
         let now = irqlab_rt::sys::now();
         let mut next = now + Nanos::from_ms(5);
         for (d, m) in sh.devs.iter().enumerate() {
-            let mut st = lock(m);
+            let mut st = lock_dev(m);
             if st.counter.is_none() {
                 continue;
             }
@@ -115,7 +115,7 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos, reraise: bool) {
         // already pending merges, and an extra ISR finds nothing new.
         for (d, m) in sh.devs.iter().enumerate() {
             let stale = {
-                let st = lock(m);
+                let st = lock_dev(m);
                 st.injected > st.completed
                     && outstanding_since[d]
                         .is_some_and(|t| now.saturating_sub(t.max(st.last_progress)) > RERAISE)
@@ -135,7 +135,7 @@ pub(crate) fn watchdog(sh: &Shared, limit: Nanos, reraise: bool) {
             hang = Some("boot did not finish".to_string());
         }
         for (d, m) in sh.devs.iter().enumerate() {
-            let st = lock(m);
+            let st = lock_dev(m);
             let waiting = st.injected > st.completed;
             let since = match outstanding_since[d] {
                 Some(t) if waiting => Some(t.max(st.last_progress)),
@@ -215,7 +215,7 @@ pub(crate) fn hang_state(sh: &Shared, vcpu: &kvm_ioctls::VcpuFd) -> String {
         ));
     }
     for (d, m) in sh.devs.iter().enumerate() {
-        let st = lock(m);
+        let st = lock_dev(m);
         let g = |w| sh.vm.load(dev(d, w)).unwrap_or(u64::MAX);
         out.push(format!(
             "dev{d}: injected={} completed={} prod={} guest cons={} isr={} dsr={}",

@@ -200,6 +200,39 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A device's state, locked with parking deferred until the lock is
+/// released. The top half (physical ISR) takes this lock at the highest
+/// priority; a VCPU thread parked by its server's budget enforcement while
+/// holding it would hold the top half, and every device's injection, until
+/// its replenishment (VINT §III: physical interrupts preempt every VCPU).
+pub(crate) struct DevGuard<'a> {
+    // Drop order: the lock is released before a deferred park happens.
+    st: MutexGuard<'a, DevState>,
+    _park: irqlab_rt::park::Critical,
+}
+
+impl std::ops::Deref for DevGuard<'_> {
+    type Target = DevState;
+    fn deref(&self) -> &DevState {
+        &self.st
+    }
+}
+
+impl std::ops::DerefMut for DevGuard<'_> {
+    fn deref_mut(&mut self) -> &mut DevState {
+        &mut self.st
+    }
+}
+
+/// Lock a device's state (see `DevGuard`).
+pub(crate) fn lock_dev(m: &Mutex<DevState>) -> DevGuard<'_> {
+    let park = irqlab_rt::park::Critical::enter();
+    DevGuard {
+        st: lock(m),
+        _park: park,
+    }
+}
+
 impl Shared {
     pub fn stopping(&self) -> bool {
         self.stop.load(Ordering::SeqCst)
@@ -208,7 +241,7 @@ impl Shared {
     /// Injected but not yet completed events of device `d`.
     pub fn outstanding(&self, d: usize) -> u64 {
         self.devs.get(d).map_or(0, |m| {
-            let st = lock(m);
+            let st = lock_dev(m);
             st.injected - st.completed
         })
     }
@@ -217,7 +250,7 @@ impl Shared {
     /// EOI)? The guest's ISR publishes how far it saw (`DV_SEEN`) before
     /// its EOI; a later injection raises the vector again.
     pub fn isr_pending(&self, d: usize) -> bool {
-        let prod = self.devs.get(d).map_or(0, |m| lock(m).prod);
+        let prod = self.devs.get(d).map_or(0, |m| lock_dev(m).prod);
         prod > self.vm.load(dev(d, DV_SEEN)).unwrap_or(0)
     }
 
@@ -737,7 +770,7 @@ impl Vmm {
     }
     /// Events of device `d` the guest completed so far.
     pub fn completed(&self, d: usize) -> u64 {
-        self.shared.devs.get(d).map_or(0, |m| lock(m).completed)
+        self.shared.devs.get(d).map_or(0, |m| lock_dev(m).completed)
     }
 
     /// Wait until `cond(self)` holds, the VM stops, or `timeout` passes;
@@ -772,7 +805,7 @@ impl Vmm {
         let mut devices = Vec::new();
         let mut events = Vec::new();
         for (d, m) in sh.devs.iter().enumerate() {
-            let mut st = lock(m);
+            let mut st = lock_dev(m);
             // The guest stamps an ISR's end on the last descriptor it saw:
             // give it to every descriptor with that ISR's entry stamp.
             let mut group = (0, 0);

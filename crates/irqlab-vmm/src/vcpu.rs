@@ -42,7 +42,9 @@ use kvm_ioctls::{VcpuExit, VcpuFd};
 
 use crate::abi::*;
 use crate::error::{exception_name, VmmError};
-use crate::machine::{kick_signal, lock, RunnerSlice, Shared, RUNNER_NONE, RUNNER_VCPU, SLICES};
+use crate::machine::{
+    kick_signal, lock, lock_dev, RunnerSlice, Shared, RUNNER_NONE, RUNNER_VCPU, SLICES,
+};
 use crate::vm::tsc_sample;
 
 fn guarded_signals() -> libc::sigset_t {
@@ -341,7 +343,7 @@ fn run(sh: &Shared, vcpu: &mut VcpuFd, role: Role) -> Result<bool, VmmError> {
                         rip,
                     });
                 };
-                lock(m).complete(&sh.vm, d, b)?;
+                lock_dev(m).complete(&sh.vm, d, b)?;
             }
             Step::Fail(f) => {
                 let rip = rip(vcpu);
@@ -397,11 +399,11 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                     }
                     for (d, l) in sh.vm.lines.iter().enumerate() {
                         if l.dest != 0
-                            && sh.devs.get(d).is_some_and(|m| lock(m).prod > 0)
+                            && sh.devs.get(d).is_some_and(|m| lock_dev(m).prod > 0)
                             && sh.vm.raise(d).is_err()
                         {
                             if let Some(m) = sh.devs.get(d) {
-                                lock(m).inject_errors += 1;
+                                lock_dev(m).inject_errors += 1;
                             }
                         }
                     }
@@ -423,8 +425,8 @@ fn exit(sh: &Shared, vcpu: &mut VcpuFd) -> Step {
                     // the guest would never see those events. Raise each
                     // device with published descriptors once more.
                     for (d, m) in sh.devs.iter().enumerate() {
-                        if lock(m).prod > 0 && sh.vm.raise(d).is_err() {
-                            lock(m).inject_errors += 1;
+                        if lock_dev(m).prod > 0 && sh.vm.raise(d).is_err() {
+                            lock_dev(m).inject_errors += 1;
                         }
                     }
                     Step::Go
