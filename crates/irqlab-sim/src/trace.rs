@@ -33,28 +33,103 @@
 //!   `truncated` says so -- in the trace (`otherData` in JSON), in the
 //!   metrics, and on stderr from the CLI.
 
+mod out;
 mod perfetto;
+#[cfg(test)]
+mod reference;
 
 #[cfg(test)]
 mod tests {
+    /// A random trace through the recording calls: names that JSON must
+    /// escape, names longer than the writers' buffer, server indices with
+    /// no server (the "?" names), flows, budgets (unlimited too), and
+    /// sometimes a limit that cuts the trace.
+    fn random_trace(seed: u64) -> super::Trace {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut rnd = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m.max(1)
+        };
+        let pool: Vec<String> = vec![
+            "t0".into(),
+            "a \"quoted\" name".into(),
+            "back\\slash\nnew line\ttab \u{1}".into(),
+            "ünïcödé ✓".into(),
+            "x".repeat(70_000 + seed as usize % 3),
+            String::new(),
+        ];
+        let cpus = 1 + rnd(4) as usize;
+        let servers: Vec<(usize, String)> = (0..rnd(5))
+            .map(|i| {
+                (
+                    rnd(cpus as u64) as usize,
+                    pool[(i as usize + 1) % pool.len()].clone(),
+                )
+            })
+            .collect();
+        let max = if seed % 4 == 0 {
+            20 + rnd(200) as usize
+        } else {
+            1 << 20
+        };
+        let mut t = super::Trace::new(true, None, max);
+        t.names(cpus, &servers);
+        if seed % 5 == 0 {
+            t.cpu_labels(&["host \"h\"".to_string()]);
+        }
+        let cats = ["isr", "softirq"];
+        let flows = ["irq -> bh", "bh -> task"];
+        let mut now = 0u64;
+        for _ in 0..rnd(600) {
+            now += rnd(3_000_000_000);
+            let (cpu, srv) = (
+                rnd(cpus as u64) as usize,
+                rnd(servers.len() as u64 + 2) as usize,
+            );
+            let name =
+                pool[rnd(pool.len() as u64 - if seed % 2 == 0 { 1 } else { 0 }) as usize].clone();
+            let (start, end) = (now.saturating_sub(rnd(5000)), now + rnd(2_000_000));
+            match rnd(7) {
+                0 | 1 => t.run(cpu, srv, &name, start, end, rnd(3) == 0),
+                2 => t.irq_slice(cpu, cats[rnd(2) as usize], &name, start, end),
+                3 => t.switch(cpu, srv, start, end),
+                4 => t.flow_begin(rnd(4), cpu, start, flows[rnd(2) as usize]),
+                5 => t.flow_end(rnd(4), cpu, end),
+                _ => {
+                    let b = [None, Some(rnd(u64::MAX)), Some(rnd(10_000_000))][rnd(3) as usize];
+                    t.budget(cpu, srv, start, b)
+                }
+            }
+        }
+        if seed % 3 == 0 {
+            t.end_at(now);
+        }
+        t
+    }
+
+    /// The writers write what the writers of main 08dbe4e wrote
+    /// (`reference`), byte for byte, in both formats.
     #[test]
-    fn numbers_are_written_as_display_writes_them() {
-        // every value below 10^5, and around every power of ten
-        let mut vals: Vec<u64> = (0..100_000).collect();
-        for k in 0..20 {
-            let p = 10u64.pow(k);
-            vals.extend([p - 1, p, p + 1, p.saturating_mul(10) - 1]);
+    fn writers_write_what_the_old_writers_wrote() {
+        for seed in 0..120u64 {
+            let (mut a, mut b) = (random_trace(seed), random_trace(seed));
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            a.write(&mut got, super::TraceFormat::Json).unwrap();
+            super::reference::write_json(&mut b, &mut want).unwrap();
+            assert!(got == want, "JSON, seed {seed}");
+            let (mut got, mut want) = (Vec::new(), Vec::new());
+            a.write(&mut got, super::TraceFormat::Perfetto).unwrap();
+            super::reference::perfetto::write(&mut b, &mut want).unwrap();
+            assert!(got == want, "Perfetto, seed {seed}");
         }
-        vals.extend([123_456_789, 18_446_744_073_709_551_614, u64::MAX]);
-        for v in vals {
-            let mut b = Vec::new();
-            super::push_u64(&mut b, v);
-            assert_eq!(b, v.to_string().into_bytes());
-            b.clear();
-            super::push_us(&mut b, v);
-            let want = format!("{}.{:03}", v / 1000, v % 1000);
-            assert_eq!(String::from_utf8(b).unwrap(), want, "{v} ns");
-        }
+        // a trace that is off writes the same empty trace
+        let mut off = super::Trace::new(false, None, 10);
+        let (mut got, mut want) = (Vec::new(), Vec::new());
+        off.write(&mut got, super::TraceFormat::Json).unwrap();
+        super::reference::write_json(&mut off, &mut want).unwrap();
+        assert!(got == want);
     }
 
     /// A record at `ts` lasting `dur`, recorded `seq`-th.
@@ -117,6 +192,8 @@ mod tests {
 
 use std::collections::HashMap;
 use std::io::{self, Write};
+
+use out::Out;
 
 /// The file formats a trace can be written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -238,52 +315,25 @@ impl PartialEq for Trace {
     }
 }
 
-/// The escaped name `i` of `v` ("?" if unknown).
-fn pick(v: &[String], i: u32) -> &str {
-    v.get(i as usize).map_or("\"?\"", String::as_str)
+/// Per name (or server), the bytes an event starts with; `none` for an
+/// id with no name.
+struct Frags {
+    v: Vec<Vec<u8>>,
+    none: Vec<u8>,
 }
 
-/// The escaped name `i` of `v` as bytes.
-fn s(v: &[String], i: u32) -> &[u8] {
-    pick(v, i).as_bytes()
-}
-
-/// "00" to "99": two decimal digits per table entry.
-const DIGITS2: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
-
-/// Append the decimal digits of `v` (two digits per step: this runs for
-/// every number of every JSON event).
-fn push_u64(b: &mut Vec<u8>, mut v: u64) {
-    let mut d = [0u8; 20];
-    let mut i = d.len();
-    while v >= 100 {
-        let k = (v % 100) as usize * 2;
-        v /= 100;
-        i -= 2;
-        d[i..i + 2].copy_from_slice(&DIGITS2[k..k + 2]);
+impl Frags {
+    #[inline]
+    fn get(&self, i: u32) -> &[u8] {
+        self.v.get(i as usize).unwrap_or(&self.none)
     }
-    if v >= 10 {
-        let k = v as usize * 2;
-        i -= 2;
-        d[i..i + 2].copy_from_slice(&DIGITS2[k..k + 2]);
-    } else {
-        i -= 1;
-        d[i] = b'0' + v as u8;
-    }
-    b.extend_from_slice(&d[i..]);
-}
 
-/// Append nanoseconds as microseconds with three decimals (as `Us`).
-fn push_us(b: &mut Vec<u8>, ns: u64) {
-    push_u64(b, ns / 1000);
-    let f = ns % 1000;
-    let digit = |d: u64| b'0' + d as u8;
-    b.extend_from_slice(&[b'.', digit(f / 100), digit(f / 10 % 10), digit(f % 10)]);
+    fn max_len(&self) -> usize {
+        self.v
+            .iter()
+            .map(Vec::len)
+            .fold(self.none.len(), usize::max)
+    }
 }
 
 /// The order of records: time, longer first, order of recording.
@@ -646,75 +696,127 @@ impl Trace {
             }
         }
         let (max_events, truncated) = (self.max_events, self.truncated);
-        // the events are formatted by hand into a buffer written in large
-        // blocks: `write!` through `dyn Write` cost about 0.5 us per event
-        let mut b: Vec<u8> = Vec::with_capacity(1 << 17);
+        // Each event starts with a fragment built once per name (the
+        // escaped name and the fixed text around it, up to the first
+        // number), then numbers and fixed text written in place (`Out`).
+        let frags = |v: &[String], f: &dyn Fn(&str) -> String| Frags {
+            v: v.iter().map(|n| f(n).into_bytes()).collect(),
+            none: f("\"?\"").into_bytes(),
+        };
+        let head = |n: &str| format!("{{\"ph\":\"X\",\"name\":{n},\"cat\":");
+        let cat = |n: &str| format!("{n},\"pid\":");
+        let names_head = frags(&names, &head);
+        let bg_head = frags(&bg, &head);
+        let names_cat = frags(&names, &cat);
+        let server_cat = frags(&sname, &cat);
+        let switch_head = frags(&switch, &|n| head(n) + "\"switch\",\"pid\":");
+        let flow_s = frags(&names, &|n| {
+            format!("{{\"ph\":\"s\",\"name\":{n},\"cat\":\"flow\",\"id\":")
+        });
+        let flow_f = frags(&names, &|n| {
+            format!("{{\"ph\":\"f\",\"bp\":\"e\",\"name\":{n},\"cat\":\"flow\",\"id\":")
+        });
+        let budget_head = frags(&counter, &|n| {
+            format!("{{\"ph\":\"C\",\"name\":{n},\"pid\":")
+        });
+        let big = [
+            &names_head,
+            &bg_head,
+            &names_cat,
+            &server_cat,
+            &switch_head,
+            &flow_s,
+            &flow_f,
+            &budget_head,
+        ]
+        .iter()
+        .map(|f| f.max_len())
+        .max()
+        .unwrap_or(0);
+        // an event's largest size: a run slice is two slices (three
+        // fragments) and at most ~210 bytes of numbers and fixed text
+        let room = 3 * big + 512;
+        // `,"ts":TS,"dur":D}`
+        let ts_dur = |o: &mut Out, r: &Rec| {
+            o.lit(b",\"ts\":");
+            o.us(r.ts);
+            o.lit(b",\"dur\":");
+            o.us(r.dur);
+            o.byte(b'}');
+        };
+        let mut o = Out::new(w);
         for r in self.sorted() {
             let (cpu, x, y) = (r.cpu as u64, r.x, r.y);
-            b.extend_from_slice(if first { b"\n" } else { b",\n" });
-            first = false;
-            // `{"ph":"P","name":N,"cat":C,"pid":P,"tid":T,"ts":TS,"dur":D}`
-            let slice = |b: &mut Vec<u8>, name: &[u8], cat: &[u8], pid: u64, tid: u64| {
-                b.extend_from_slice(b"{\"ph\":\"X\",\"name\":");
-                b.extend_from_slice(name);
-                b.extend_from_slice(b",\"cat\":");
-                b.extend_from_slice(cat);
-                b.extend_from_slice(b",\"pid\":");
-                push_u64(b, pid);
-                b.extend_from_slice(b",\"tid\":");
-                push_u64(b, tid);
-                b.extend_from_slice(b",\"ts\":");
-                push_us(b, r.ts);
-                b.extend_from_slice(b",\"dur\":");
-                push_us(b, r.dur);
-                b.push(b'}');
-            };
+            o.room(room)?;
+            if std::mem::take(&mut first) {
+                o.lit(b"\n");
+            } else {
+                o.lit(b",\n");
+            }
+            // a slice: `{"ph":"X","name":N,"cat":C,"pid":P,"tid":T,"ts":TS,"dur":D}`
             match r.kind {
                 Kind::Run => {
-                    let name = if r.bg { s(&bg, y) } else { s(&names, y) };
-                    slice(&mut b, name, s(&sname, x), cpu, 0);
-                    b.extend_from_slice(b",\n");
-                    slice(&mut b, name, b"\"server\"", 1000 + cpu, x as u64);
-                }
-                Kind::Irq => slice(&mut b, s(&names, y), s(&names, x), cpu, 0),
-                Kind::Switch => slice(&mut b, s(&switch, x), b"\"switch\"", cpu, 1),
-                Kind::FlowStart | Kind::FlowEnd => {
-                    b.extend_from_slice(if r.kind == Kind::FlowStart {
-                        b"{\"ph\":\"s\",\"name\":"
+                    let h = if r.bg {
+                        bg_head.get(y)
                     } else {
-                        b"{\"ph\":\"f\",\"bp\":\"e\",\"name\":"
-                    });
-                    b.extend_from_slice(s(&names, y));
-                    b.extend_from_slice(b",\"cat\":\"flow\",\"id\":");
-                    push_u64(&mut b, r.a);
-                    b.extend_from_slice(b",\"pid\":");
-                    push_u64(&mut b, cpu);
-                    b.extend_from_slice(b",\"tid\":0,\"ts\":");
-                    push_us(&mut b, r.ts);
-                    b.push(b'}');
+                        names_head.get(y)
+                    };
+                    o.bytes(h);
+                    o.bytes(server_cat.get(x));
+                    o.dec(cpu);
+                    o.lit(b",\"tid\":0");
+                    ts_dur(&mut o, r);
+                    o.lit(b",\n");
+                    o.bytes(h);
+                    o.lit(b"\"server\",\"pid\":");
+                    o.dec(1000 + cpu);
+                    o.lit(b",\"tid\":");
+                    o.dec(x as u64);
+                    ts_dur(&mut o, r);
+                }
+                Kind::Irq => {
+                    o.bytes(names_head.get(y));
+                    o.bytes(names_cat.get(x));
+                    o.dec(cpu);
+                    o.lit(b",\"tid\":0");
+                    ts_dur(&mut o, r);
+                }
+                Kind::Switch => {
+                    o.bytes(switch_head.get(x));
+                    o.dec(cpu);
+                    o.lit(b",\"tid\":1");
+                    ts_dur(&mut o, r);
+                }
+                Kind::FlowStart | Kind::FlowEnd => {
+                    let f = if r.kind == Kind::FlowStart {
+                        &flow_s
+                    } else {
+                        &flow_f
+                    };
+                    o.bytes(f.get(y));
+                    o.dec(r.a);
+                    o.lit(b",\"pid\":");
+                    o.dec(cpu);
+                    o.lit(b",\"tid\":0,\"ts\":");
+                    o.us(r.ts);
+                    o.byte(b'}');
                 }
                 Kind::Budget => {
-                    b.extend_from_slice(b"{\"ph\":\"C\",\"name\":");
-                    b.extend_from_slice(s(&counter, x));
-                    b.extend_from_slice(b",\"pid\":");
-                    push_u64(&mut b, 1000 + cpu);
-                    b.extend_from_slice(b",\"ts\":");
-                    push_us(&mut b, r.ts);
-                    b.extend_from_slice(b",\"args\":{\"budget\":");
+                    o.bytes(budget_head.get(x));
+                    o.dec(1000 + cpu);
+                    o.lit(b",\"ts\":");
+                    o.us(r.ts);
+                    o.lit(b",\"args\":{\"budget\":");
                     if r.a == u64::MAX {
-                        b.extend_from_slice(b"-1");
+                        o.lit(b"-1");
                     } else {
-                        push_us(&mut b, r.a);
+                        o.us(r.a);
                     }
-                    b.extend_from_slice(b"}}");
+                    o.lit(b"}}");
                 }
             }
-            if b.len() >= 1 << 16 {
-                w.write_all(&b)?;
-                b.clear();
-            }
         }
-        w.write_all(&b)?;
+        o.finish()?;
         write!(w, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{{\"max_events\":{max_events},\"truncated\":{truncated}}}}}\n")?;
         w.flush()
     }

@@ -27,7 +27,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{self, Write};
 
-use super::{Kind, Trace};
+use super::out::{varint_len, Out};
+use super::{Frags, Kind, Trace};
 
 const SLICE_BEGIN: u64 = 1;
 const SLICE_END: u64 = 2;
@@ -73,40 +74,54 @@ fn bytes(out: &mut Vec<u8>, field: u64, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-fn fixed64(out: &mut Vec<u8>, field: u64, v: u64) {
-    varint(out, (field << 3) | 1);
-    out.extend_from_slice(&v.to_le_bytes());
+/// The key of `field` with wire type `wire`, encoded.
+fn key(field: u64, wire: u64) -> Vec<u8> {
+    let mut k = Vec::new();
+    varint(&mut k, (field << 3) | wire);
+    k
 }
 
-/// Writes packets; reuses its buffers.
+/// Writes packets into `out`, each in one pass: an event's sizes are
+/// computed first, so that its packet's and message's lengths come before
+/// them with nothing copied twice.
 struct Packets<'w> {
-    w: &'w mut dyn Write,
+    out: Out<'w>,
+    /// A track's packet, built here (few: one per track).
     pkt: Vec<u8>,
     msg: Vec<u8>,
-    /// Packets not yet written to `w`.
-    out: Vec<u8>,
     first: bool,
 }
 
 impl Packets<'_> {
-    /// Write `self.pkt` as one `TracePacket` (field 1 of `Trace`).
-    fn flush_packet(&mut self) -> io::Result<()> {
-        uint(&mut self.pkt, 10, 1);
+    /// Bytes of the fields every packet ends with (`trailer`).
+    fn trailer_len(&self) -> usize {
         if self.first {
-            uint(&mut self.pkt, 13, 1);
+            4
+        } else {
+            2
+        }
+    }
+
+    /// `trusted_packet_sequence_id = 1` and, on the first packet,
+    /// `sequence_flags = 1` (the incremental state is cleared).
+    #[inline]
+    fn trailer(&mut self) {
+        self.out.lit(&[10 << 3, 1]);
+        if self.first {
+            self.out.lit(&[13 << 3, 1]);
             self.first = false;
         }
-        // the packet's key and length, then the packet, into one buffer
-        // written in large blocks (a write per packet cost more than the
-        // encoding)
-        varint(&mut self.out, (1 << 3) | 2);
-        varint(&mut self.out, self.pkt.len() as u64);
-        self.out.extend_from_slice(&self.pkt);
+    }
+
+    /// Write `self.pkt` as one `TracePacket` (field 1 of `Trace`).
+    fn flush_packet(&mut self) -> io::Result<()> {
+        let len = self.pkt.len() + self.trailer_len();
+        self.out.room(len + 16)?;
+        self.out.byte((1 << 3) | 2);
+        self.out.varint(len as u64);
+        self.out.bytes(&self.pkt);
+        self.trailer();
         self.pkt.clear();
-        if self.out.len() >= 1 << 16 {
-            self.w.write_all(&self.out)?;
-            self.out.clear();
-        }
         Ok(())
     }
 
@@ -141,33 +156,48 @@ impl Packets<'_> {
         self.flush_packet()
     }
 
-    /// A `TrackEvent` at `ts` of `kind` on `track`; `fill` adds fields.
+    /// A `TrackEvent` at `ts` of `kind` on `track`, then the fields `a`,
+    /// `b`, `c` (each already encoded, key included).
+    #[inline]
     fn event(
         &mut self,
         ts: u64,
         kind: u64,
         track: u64,
-        fill: impl FnOnce(&mut Vec<u8>),
+        a: &[u8],
+        b: &[u8],
+        c: &[u8],
     ) -> io::Result<()> {
-        self.msg.clear();
-        uint(&mut self.msg, 9, kind);
-        uint(&mut self.msg, 11, track);
-        fill(&mut self.msg);
-        uint(&mut self.pkt, 8, ts);
-        let msg = std::mem::take(&mut self.msg);
-        bytes(&mut self.pkt, 11, &msg);
-        self.msg = msg;
-        self.flush_packet()
+        // TracePacket { timestamp = 8, track_event = 11 { type = 9,
+        // track_uuid = 11, a, b, c }, trailer }
+        let msg = 2 + varint_len(kind) + varint_len(track) + a.len() + b.len() + c.len();
+        let pkt = 2 + varint_len(ts) + varint_len(msg as u64) + msg + self.trailer_len();
+        self.out.room(pkt + 16)?;
+        let o = &mut self.out;
+        o.byte((1 << 3) | 2);
+        o.varint(pkt as u64);
+        o.byte(8 << 3);
+        o.varint(ts);
+        o.byte((11 << 3) | 2);
+        o.varint(msg as u64);
+        o.byte(9 << 3);
+        o.varint(kind);
+        o.byte(11 << 3);
+        o.varint(track);
+        o.bytes(a);
+        o.bytes(b);
+        o.bytes(c);
+        self.trailer();
+        Ok(())
     }
 }
 
 /// Write `t` as a Perfetto protobuf trace to `w`.
 pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
     let mut p = Packets {
-        w,
+        out: Out::new(w),
         pkt: Vec::with_capacity(256),
         msg: Vec::with_capacity(256),
-        out: Vec::with_capacity(1 << 17),
         first: true,
     };
     if t.enabled {
@@ -202,21 +232,38 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
-    let names = std::mem::take(&mut t.names);
-    let servers = std::mem::take(&mut t.servers);
-    let name = |i: u32| names.get(i as usize).map_or("?", |s| &**s);
-    let server = |i: u32| servers.get(i as usize).map_or("?", |s| s.1.as_str());
-    // the composed names, built once (not a `String` per record)
-    let bg_names: Vec<String> = names.iter().map(|n| format!("{n} (bg)")).collect();
-    let bg_name = |i: u32| bg_names.get(i as usize).map_or("? (bg)", String::as_str);
-    let switch_names: Vec<String> = servers
-        .iter()
-        .map(|s| format!("vcpu switch ({})", s.1))
-        .collect();
-    let switch_name = |i: u32| {
-        switch_names
-            .get(i as usize)
-            .map_or("vcpu switch (?)", String::as_str)
+    // the fields `categories = 22` and `name = 23`, encoded once per name
+    let field = |f: u64, v: &mut dyn Iterator<Item = String>, none: &str| {
+        let enc = |s: &str| {
+            let mut b = Vec::new();
+            bytes(&mut b, f, s.as_bytes());
+            b
+        };
+        Frags {
+            v: v.map(|s| enc(&s)).collect(),
+            none: enc(none),
+        }
+    };
+    let names = || t.names.iter().map(|n| n.to_string());
+    let servers = || t.servers.iter().map(|s| s.1.clone());
+    let name23 = field(23, &mut names(), "?");
+    let name22 = field(22, &mut names(), "?");
+    let bg23 = field(23, &mut names().map(|n| format!("{n} (bg)")), "? (bg)");
+    let server22 = field(22, &mut servers(), "?");
+    let switch23 = field(
+        23,
+        &mut servers().map(|n| format!("vcpu switch ({n})")),
+        "vcpu switch (?)",
+    );
+    let cat = |c: &str| field(22, &mut std::iter::empty(), c).none;
+    let (server_cat, switch_cat, flow_cat) = (cat("server"), cat("switch"), cat("flow"));
+    let (flow_start, flow_end, counter) = (key(47, 1), key(48, 1), key(44, 1));
+    // a fixed64 field: its key, then the value
+    let fixed = |k: &[u8], v: u64| {
+        let mut f = [0u8; 16];
+        f[..k.len()].copy_from_slice(k);
+        f[k.len()..k.len() + 8].copy_from_slice(&v.to_le_bytes());
+        (f, k.len() + 8)
     };
     // open slices: (end, last begun first, track)
     let mut ends: BinaryHeap<Reverse<(u64, Reverse<u64>, u64)>> = BinaryHeap::new();
@@ -228,32 +275,37 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
                 break;
             }
             ends.pop();
-            res = res.and_then(|()| p.event(end, SLICE_END, track, |_| {}));
+            res = res.and_then(|()| p.event(end, SLICE_END, track, &[], &[], &[]));
         }
         let (cpu, end) = (r.cpu as u64, r.ts.saturating_add(r.dur));
-        let mut slice = |p: &mut Packets, track: u64, name: &str, cat: &str| {
+        let mut slice = |p: &mut Packets, track: u64, name: &[u8], cat: &[u8]| {
             order += 1;
             ends.push(Reverse((end, Reverse(order), track)));
-            p.event(r.ts, SLICE_BEGIN, track, |m| {
-                bytes(m, 22, cat.as_bytes());
-                bytes(m, 23, name.as_bytes());
-            })
+            p.event(r.ts, SLICE_BEGIN, track, cat, name, &[])
         };
         let step = match r.kind {
             Kind::Run => {
-                let n = if r.bg { bg_name(r.y) } else { name(r.y) };
-                slice(&mut p, cpu_track(cpu, 0), n, server(r.x))
-                    .and_then(|()| slice(&mut p, server_track(r.x as u64), n, "server"))
+                let n = if r.bg { bg23.get(r.y) } else { name23.get(r.y) };
+                slice(&mut p, cpu_track(cpu, 0), n, server22.get(r.x))
+                    .and_then(|()| slice(&mut p, server_track(r.x as u64), n, &server_cat))
             }
-            Kind::Irq => slice(&mut p, cpu_track(cpu, 0), name(r.y), name(r.x)),
-            Kind::Switch => slice(&mut p, cpu_track(cpu, 1), switch_name(r.x), "switch"),
+            Kind::Irq => slice(&mut p, cpu_track(cpu, 0), name23.get(r.y), name22.get(r.x)),
+            Kind::Switch => slice(&mut p, cpu_track(cpu, 1), switch23.get(r.x), &switch_cat),
             Kind::FlowStart | Kind::FlowEnd => {
-                let field = if r.kind == Kind::FlowStart { 47 } else { 48 };
-                p.event(r.ts, INSTANT, cpu_track(cpu, 0), |m| {
-                    bytes(m, 22, b"flow");
-                    bytes(m, 23, name(r.y).as_bytes());
-                    fixed64(m, field, r.a);
-                })
+                let k = if r.kind == Kind::FlowStart {
+                    &flow_start
+                } else {
+                    &flow_end
+                };
+                let (f, n) = fixed(k, r.a);
+                p.event(
+                    r.ts,
+                    INSTANT,
+                    cpu_track(cpu, 0),
+                    &flow_cat,
+                    name23.get(r.y),
+                    &f[..n],
+                )
             }
             Kind::Budget => {
                 let v = if r.a == u64::MAX {
@@ -261,9 +313,8 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
                 } else {
                     r.a as f64 / 1000.0
                 };
-                p.event(r.ts, COUNTER, budget_track(r.x as u64), |m| {
-                    fixed64(m, 44, v.to_bits());
-                })
+                let (f, n) = fixed(&counter, v.to_bits());
+                p.event(r.ts, COUNTER, budget_track(r.x as u64), &f[..n], &[], &[])
             }
         };
         res = res.and(step);
@@ -275,11 +326,9 @@ pub(super) fn write(t: &mut Trace, w: &mut dyn Write) -> io::Result<()> {
         if res.is_err() {
             break;
         }
-        res = p.event(end, SLICE_END, track, |_| {});
+        res = p.event(end, SLICE_END, track, &[], &[], &[]);
     }
-    t.names = names;
-    t.servers = servers;
     res?;
-    p.w.write_all(&p.out)?;
-    p.w.flush()
+    p.out.finish()?;
+    w.flush()
 }
