@@ -14,8 +14,6 @@
 
 use std::time::{Duration, Instant};
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::path::PathBuf;
 
 use irqlab_sim::config::exact_errors;
@@ -212,8 +210,7 @@ fn run<'py>(
                     let io = |e: std::io::Error| {
                         PyOSError::new_err(format!("trace file {}: {e}", p.display()))
                     };
-                    let mut w = BufWriter::new(File::create(p).map_err(io)?);
-                    trace.write(&mut w, format).map_err(io)?;
+                    trace.write_file(p, format).map_err(io)?;
                     String::new()
                 }
                 None => trace.to_json_string(),

@@ -15,7 +15,6 @@
 //! on Linux, the clock of Python's `time.thread_time()`; absent
 //! elsewhere), which it compares with `simulate()` from Python.
 
-use std::io::BufWriter;
 use std::time::Instant;
 
 use irqlab_sim::TraceFormat;
@@ -58,7 +57,7 @@ fn run(
     let parse = parsed.zip(c0).map(|(b, a)| secs(b, a));
     let mem = t.memory_bytes();
     if let Some(file) = trace {
-        t.write(&mut BufWriter::new(std::fs::File::create(file)?), format)?;
+        t.write_file(std::path::Path::new(file), format)?;
     }
     let dt = t0.elapsed().as_secs_f64();
     let jobs: u64 = m.tasks.iter().map(|t| t.completed).sum();
