@@ -69,14 +69,14 @@ mod tests {
                 )
             })
             .collect();
-        let max = if seed % 4 == 0 {
+        let max = if seed.is_multiple_of(4) {
             20 + rnd(200) as usize
         } else {
             1 << 20
         };
         let mut t = super::Trace::new(true, None, max);
         t.names(cpus, &servers);
-        if seed % 5 == 0 {
+        if seed.is_multiple_of(5) {
             t.cpu_labels(&["host \"h\"".to_string()]);
         }
         let cats = ["isr", "softirq"];
@@ -89,7 +89,7 @@ mod tests {
                 rnd(servers.len() as u64 + 2) as usize,
             );
             let name =
-                pool[rnd(pool.len() as u64 - if seed % 2 == 0 { 1 } else { 0 }) as usize].clone();
+                pool[rnd(pool.len() as u64 - u64::from(seed.is_multiple_of(2))) as usize].clone();
             let (start, end) = (now.saturating_sub(rnd(5000)), now + rnd(2_000_000));
             match rnd(7) {
                 0 | 1 => t.run(cpu, srv, &name, start, end, rnd(3) == 0),
@@ -103,7 +103,7 @@ mod tests {
                 }
             }
         }
-        if seed % 3 == 0 {
+        if seed.is_multiple_of(3) {
             t.end_at(now);
         }
         t
@@ -687,6 +687,7 @@ impl Trace {
         let f = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
+            .truncate(false) // cut to length after writing (see above)
             .open(path)?;
         let regular = f.metadata()?.is_file();
         let mut w = io::BufWriter::new(f);
