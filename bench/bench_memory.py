@@ -135,21 +135,32 @@ def tracing(exe: Path, work: Path) -> None:
     rm = rm_config(tasks, 200 * S)
     rm["trace"] = {"max_events": 2_000_000}  # the traced runs are never cut
     cfg.write_text(json.dumps(rm))
-    cpu: dict[str, list[float]] = {"off": [], "json": [], "perfetto": []}
+    # Two cases per format: the trace written over the previous run's file
+    # (`Trace::write_file` writes it in place) and to a new file (unlinked
+    # before each run): ext4 charges the two differently, so both are shown.
+    cases = [(fmt, new) for fmt in ("json", "perfetto") for new in (False, True)]
+    cpu: dict[object, list[float]] = {"off": [], **{c: [] for c in cases}}
     lines = {}
+    for fmt in ("json", "perfetto"):  # the previous run's file exists from the start
+        measure(exe, str(cfg), str(work / f"trace.{fmt}"), fmt)
     for _ in range(ROUNDS):
         cpu["off"].append(measure(exe, str(cfg))[0])
-        for fmt in ("json", "perfetto"):
-            t, _, out = measure(exe, str(cfg), str(work / f"trace.{fmt}"), fmt)
-            cpu[fmt].append(t)
+        for fmt, new in cases:
+            path = work / (f"new.{fmt}" if new else f"trace.{fmt}")
+            if new:
+                path.unlink(missing_ok=True)
+            t, _, out = measure(exe, str(cfg), str(path), fmt)
+            cpu[(fmt, new)].append(t)
             lines[fmt] = out.strip()
-    for fmt in ("json", "perfetto"):
-        ratios = [a / b for a, b in zip(cpu[fmt], cpu["off"], strict=True)]
+    for fmt, new in cases:
+        ratios = [a / b for a, b in zip(cpu[(fmt, new)], cpu["off"], strict=True)]
         events = int(lines[fmt].split("trace ")[1].split(" events")[0])
         size = (work / f"trace.{fmt}").stat().st_size
         mem = float(lines[fmt].split(", ")[-1].split(" B")[0])
         print(json.dumps({"figure": "tracing on / off, 10 RM tasks, 200 s",
-                          "format": fmt, "cpu_ratio": spread(ratios),
+                          "format": fmt,
+                          "written_to": "a new file" if new else "the previous run's file",
+                          "cpu_ratio": spread(ratios),
                           "trace_events": events, "file_bytes_per_event": size / events,
                           "memory_bytes_per_event": mem}), flush=True)
 
