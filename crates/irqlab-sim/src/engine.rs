@@ -152,57 +152,35 @@ fn opaque(x: u64) -> u64 {
 }
 
 /// One check timer per CPU and the earliest of them, in a tournament tree
-/// over the CPUs (a set is O(log CPUs); the earliest is read in O(1)).
+/// over the CPUs (a set is O(log CPUs); the earliest is read in O(1)):
+/// the tree of the pending releases (`Slots`), one leaf per CPU. Its nodes
+/// hold the winning keys, its indices are masked (no bounds checks) and
+/// its compares have no branch; a tree of CPU numbers with the keys per
+/// CPU took 142 instructions per set on 8 CPUs against 70 here.
 pub(crate) struct Timers {
-    /// Per CPU (padded to a power of two): when its check is due, as
-    /// `time << 64 | seq` (one comparison orders two keys), or `u128::MAX`
-    /// when unarmed.
-    keys: Vec<u128>,
-    /// `tree[k]` is the CPU of the earliest key below node `k`; the
-    /// leaves are `tree[n..2n]`, the root `tree[1]`.
-    tree: Vec<u32>,
+    tree: Slots,
 }
 
 impl Timers {
     pub(crate) fn new(cpus: usize) -> Timers {
-        let n = cpus.max(1).next_power_of_two();
-        let mut tree = vec![0u32; 2 * n];
-        for (i, x) in tree[n..].iter_mut().enumerate() {
-            *x = i as u32;
-        }
-        for k in (1..n).rev() {
-            tree[k] = tree[2 * k];
-        }
         Timers {
-            keys: vec![u128::MAX; n],
-            tree,
+            tree: Slots::new(cpus),
         }
     }
 
     /// Arm CPU `c`'s timer at `key` (replacing any), or disarm it (`None`).
     /// Only the path from its leaf to the root is replayed: at each level
     /// the winner so far meets the winner of the sibling subtree.
+    #[inline]
     pub(crate) fn set(&mut self, c: usize, key: Option<Key>) {
-        let mut wk = key.map_or(u128::MAX, |(t, s)| (t as u128) << 64 | s as u128);
-        self.keys[c] = wk;
-        let mut node = self.keys.len() + c;
-        while node > 1 {
-            let sib = self.tree[node ^ 1];
-            let (take, k) = earlier_key(wk, self.keys[sib as usize]);
-            wk = k;
-            // the winner read at the winning child (`tree[node]` is the
-            // winner so far; a leaf's is its CPU), as `Slots::set` does
-            let w = self.tree[node ^ usize::from(take)];
-            node /= 2;
-            self.tree[node] = w;
-        }
+        let key = key.map_or(u128::MAX, |(t, s)| (t as u128) << 64 | s as u128);
+        self.tree.set(c, key);
     }
 
     /// The earliest armed timer: its key and CPU.
+    #[inline]
     pub(crate) fn first(&self) -> Option<(Key, usize)> {
-        let c = self.tree[1] as usize;
-        let key = self.keys[c];
-        (key != u128::MAX).then_some((((key >> 64) as u64, key as u64), c))
+        self.tree.first()
     }
 }
 
@@ -233,7 +211,8 @@ pub(crate) const SLOTS_MAX: usize = 512;
 /// task replaces those moves by a replay of the task's path. Each node
 /// holds the winning key itself, not only the winning task, so a replay
 /// reads the sibling's key at an address known in advance (the loads of
-/// the levels do not wait on one another's compares).
+/// the levels do not wait on one another's compares). The CPU timers are
+/// the same tree, one leaf per CPU (`Timers`).
 #[derive(Default)]
 struct Slots {
     /// `keys[k]`: the earliest key below node `k`, as `time << 64 | seq`
@@ -259,6 +238,14 @@ impl Slots {
             keys: vec![u128::MAX; 2 * n],
             win,
         }
+    }
+
+    /// The earliest key and its leaf (task or CPU), if any.
+    #[inline]
+    fn first(&self) -> Option<(Key, usize)> {
+        let key = *self.keys.get(1)?;
+        let w = *self.win.get(1)? as usize;
+        (key != u128::MAX).then_some((((key >> 64) as u64, key as u64), w))
     }
 
     /// Set task `t`'s slot to `key` (`u128::MAX`: empty) and replay its
@@ -505,9 +492,7 @@ impl Events {
             self.slots.set(self.taken, u128::MAX);
             self.taken = NONE;
         }
-        let key = self.slots.keys[1];
-        let task = self.slots.win[1] as usize;
-        (key != u128::MAX).then_some((((key >> 64) as u64, key as u64), task))
+        self.slots.first()
     }
 
     /// Take task `task`'s release from its slot (the one `first_release`
