@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 
 use irqlab_core::{Nanos, Scheduler, Server, ServerPolicy};
 
-use crate::collect::add_windows;
 use crate::config::InterruptPath;
 use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
@@ -246,9 +245,10 @@ impl Simulation {
                     let w = self.cfg.window;
                     if from < now {
                         let i = cpu.window_of(w, from);
-                        match s.windows.get_mut(i) {
-                            Some(x) if now <= cpu.win_end => *x += now - from,
-                            _ => add_windows(&mut s.windows, w, from, now),
+                        if now <= cpu.win_end {
+                            s.windows.add(i, now - from);
+                        } else {
+                            s.windows.add_interval(w, from, now);
                         }
                     }
                     if let Some(sp) = s.supply.as_mut() {

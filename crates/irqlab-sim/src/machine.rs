@@ -177,6 +177,25 @@ pub(crate) fn build_server(
     })
 }
 
+/// The most jobs a task released so can release in a run of `dur` ns: a
+/// periodic task releases at `offset + k * period` (later by the timer
+/// latency), so at most `(dur - offset) / period + 1` jobs, and at most
+/// `jobs`; a one-shot task one, if it comes within the run.
+pub(crate) fn jobs_in_run(release: &Release, dur: u64) -> u64 {
+    match *release {
+        Release::Once { at } => u64::from(at <= dur),
+        Release::Periodic {
+            period,
+            offset,
+            jobs,
+            ..
+        } => match dur.checked_sub(offset).and_then(|d| d.checked_div(period)) {
+            Some(k) => jobs.unwrap_or(u64::MAX).min(k.saturating_add(1)),
+            None => 0,
+        },
+    }
+}
+
 /// Completion times reserved at the start of a run, all tasks together
 /// (`reserve_completions`: 32 MB of room at most).
 const COMPLETIONS_RESERVED: u64 = 1 << 22;
@@ -337,7 +356,7 @@ impl Simulation {
     /// faulted in fresh pages at each step (issue 20). A periodic task
     /// releases at `offset + k * period` (later by the timer latency), so
     /// at most `(duration - offset) / period + 1` jobs, and at most `jobs`;
-    /// a one-shot task one. All the lists together reserve at most
+    /// a one-shot task one (`jobs_in_run`). All the lists together reserve at most
     /// `COMPLETIONS_RESERVED` entries (a run stopped early, or jobs that
     /// never finish, leave reserved room unused), and a reservation the
     /// allocator refuses is left out: the list then grows as it fills. It
@@ -347,19 +366,7 @@ impl Simulation {
         let most = self.cfg.max_completions as u64;
         let mut left = COMPLETIONS_RESERVED;
         for (t, info) in self.cfg.tasks.iter().zip(&mut self.tasks) {
-            let jobs = match t.release {
-                Release::Once { at } => u64::from(at <= dur),
-                Release::Periodic {
-                    period,
-                    offset,
-                    jobs,
-                    ..
-                } => match dur.checked_sub(offset).and_then(|d| d.checked_div(period)) {
-                    Some(k) => jobs.unwrap_or(u64::MAX).min(k.saturating_add(1)),
-                    None => 0,
-                },
-            };
-            let n = jobs.min(most).min(left);
+            let n = jobs_in_run(&t.release, dur).min(most).min(left);
             if info.completions.try_reserve_exact(n as usize).is_ok() {
                 left -= n;
             }

@@ -10,9 +10,12 @@
 //! and HDR-style quantiles), the same recorder the runtime and the
 //! measurement tools use.
 
+use std::borrow::Cow;
+
 use irqlab_core::{Histogram, LatencyRecorder, LatencyStats};
-use schemars::JsonSchema;
-use serde::Serialize;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
 
 /// Summary of a distribution of durations; every value but `count` is in
 /// ns and `null` when `count` is 0.
@@ -91,6 +94,172 @@ impl Dist {
     }
 }
 
+/// A series of values per window of `window_ns` in which most values
+/// may be zero: only the others are stored, with their window index.
+///
+/// Why: a server runs in few of the windows of a model with many
+/// servers (200 servers over 200 windows: 2,098 of 40,000 values are
+/// not zero), and a dense store is written on every one of its pages (a
+/// first simulation in a process paid about 80 page faults for it, half
+/// its setup time). It is written (JSON, Python) as the full list, zeros
+/// included, exactly as a `Vec<f64>` of the same values would be; `iter`
+/// and `to_vec` give that list.
+///
+/// Invariant: the stored values are in increasing window order, each
+/// index below `len` and at most once, and none has the bits of `0.0`
+/// (so two series are equal when their lists are).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Windows {
+    len: usize,
+    nonzero: Vec<(usize, f64)>,
+}
+
+impl Windows {
+    /// The series of the values `v` (window `k` holds `v[k]`).
+    pub fn from_dense(v: &[f64]) -> Windows {
+        Windows {
+            len: v.len(),
+            nonzero: v
+                .iter()
+                .enumerate()
+                .filter(|(_, x)| x.to_bits() != 0)
+                .map(|(k, &x)| (k, x))
+                .collect(),
+        }
+    }
+
+    /// The series of `len` windows with these values (the invariant
+    /// above holds: the caller's values are built in window order).
+    pub(crate) fn from_sorted(len: usize, nonzero: Vec<(usize, f64)>) -> Windows {
+        debug_assert!(nonzero.windows(2).all(|p| p[0].0 < p[1].0));
+        debug_assert!(nonzero.iter().all(|&(k, x)| k < len && x.to_bits() != 0));
+        Windows { len, nonzero }
+    }
+
+    /// Number of windows.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No windows at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The value of window `k` (`None` past the last window).
+    pub fn get(&self, k: usize) -> Option<f64> {
+        if k >= self.len {
+            return None;
+        }
+        Some(match self.nonzero.binary_search_by_key(&k, |&(i, _)| i) {
+            Ok(i) => self.nonzero[i].1,
+            Err(_) => 0.0,
+        })
+    }
+
+    /// The windows that are not zero, `(index, value)`, in window order.
+    pub fn nonzero(&self) -> &[(usize, f64)] {
+        &self.nonzero
+    }
+
+    /// Every window's value, in order (zeros included).
+    pub fn iter(&self) -> WindowsIter<'_> {
+        WindowsIter {
+            k: 0,
+            len: self.len,
+            rest: &self.nonzero,
+        }
+    }
+
+    /// Every window's value, as a vector.
+    pub fn to_vec(&self) -> Vec<f64> {
+        let mut v = vec![0.0; self.len];
+        for &(k, x) in &self.nonzero {
+            v[k] = x;
+        }
+        v
+    }
+}
+
+/// Every value of a [`Windows`] in window order (zeros included).
+#[derive(Clone, Debug)]
+pub struct WindowsIter<'a> {
+    k: usize,
+    len: usize,
+    rest: &'a [(usize, f64)],
+}
+
+impl Iterator for WindowsIter<'_> {
+    type Item = f64;
+
+    fn next(&mut self) -> Option<f64> {
+        if self.k >= self.len {
+            return None;
+        }
+        let k = self.k;
+        self.k += 1;
+        match self.rest.split_first() {
+            Some((&(i, x), rest)) if i == k => {
+                self.rest = rest;
+                Some(x)
+            }
+            _ => Some(0.0),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.len - self.k;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for WindowsIter<'_> {}
+
+impl<'a> IntoIterator for &'a Windows {
+    type Item = f64;
+    type IntoIter = WindowsIter<'a>;
+
+    fn into_iter(self) -> WindowsIter<'a> {
+        self.iter()
+    }
+}
+
+impl From<Vec<f64>> for Windows {
+    fn from(v: Vec<f64>) -> Windows {
+        Windows::from_dense(&v)
+    }
+}
+
+/// The full list, as `Vec<f64>` writes it.
+impl Serialize for Windows {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.len))?;
+        for x in self {
+            seq.serialize_element(&x)?;
+        }
+        seq.end()
+    }
+}
+
+/// The schema of the list it is written as (`Vec<f64>`'s).
+impl JsonSchema for Windows {
+    fn inline_schema() -> bool {
+        <Vec<f64>>::inline_schema()
+    }
+
+    fn schema_name() -> Cow<'static, str> {
+        <Vec<f64>>::schema_name()
+    }
+
+    fn schema_id() -> Cow<'static, str> {
+        <Vec<f64>>::schema_id()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        <Vec<f64>>::json_schema(generator)
+    }
+}
+
 /// One physical CPU.
 #[derive(Clone, Debug, Default, Serialize, PartialEq, JsonSchema)]
 pub struct CpuMetrics {
@@ -146,8 +315,9 @@ pub struct ServerMetrics {
     #[serde(rename = "share_fraction")]
     pub share: f64,
     /// CPU share in consecutive windows of `window_ns` (fractions, 0-1).
+    // kept sparse (`Windows`), written as the full list
     #[serde(rename = "share_windows_fraction")]
-    pub share_windows: Vec<f64>,
+    pub share_windows: Windows,
     /// Sporadic servers: longest replenishment queue over the dispatches of
     /// this server (entries).
     pub max_queue: usize,
@@ -326,6 +496,45 @@ mod tests {
                 .collect();
             assert_eq!(Dist::from_recorder(&r).histogram, want, "{n} buckets");
         }
+    }
+
+    /// A sparse series is written, and described, as the list of its
+    /// values: the same JSON text as a `Vec<f64>` (zeros as `0.0`, `-0.0`
+    /// kept), the same schema as the CPUs' windowed series (a `Vec<f64>`),
+    /// and its accessors agree with the list.
+    #[test]
+    fn windows_are_written_as_the_full_list() {
+        let dense = vec![0.0, 0.25, 0.0, 0.0, -0.0, 1.0, 1e-300, 0.0];
+        let w = Windows::from_dense(&dense);
+        assert_eq!(w.nonzero().len(), 4);
+        assert_eq!(
+            serde_json::to_string(&w).unwrap(),
+            serde_json::to_string(&dense).unwrap()
+        );
+        assert_eq!(w.len(), dense.len());
+        let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<_>>();
+        assert_eq!(bits(w.to_vec()), bits(dense.clone()));
+        assert_eq!(bits(w.iter().collect()), bits(dense.clone()));
+        assert_eq!(w.iter().len(), dense.len());
+        let got: Vec<Option<f64>> = (0..=dense.len()).map(|k| w.get(k)).collect();
+        let want: Vec<Option<f64>> = (0..=dense.len()).map(|k| dense.get(k).copied()).collect();
+        assert_eq!(format!("{got:?}"), format!("{want:?}"));
+        assert_eq!(Windows::from(dense.clone()), w);
+        assert_ne!(Windows::from_dense(&dense[..7]), w);
+        let empty = Windows::default();
+        assert!(empty.is_empty() && empty.iter().next().is_none());
+        assert_eq!(serde_json::to_string(&empty).unwrap(), "[]");
+
+        let schema = metrics_schema();
+        let defs = &schema["$defs"];
+        let sparse = &defs["ServerMetrics"]["properties"]["share_windows_fraction"];
+        let dense = &defs["CpuMetrics"]["properties"]["overhead_windows_percent"];
+        assert_eq!(sparse["type"], "array");
+        for key in ["type", "items"] {
+            assert_eq!(sparse[key], dense[key], "{key}");
+        }
+        let keys = |v: &serde_json::Value| v.as_object().map(|o| o.len());
+        assert_eq!(keys(sparse), keys(dense));
     }
 
     #[test]

@@ -87,7 +87,10 @@ fn finishing_early_gives_partial_metrics() {
     // the full run's
     for (s, f) in m.servers.iter().zip(&full.servers) {
         assert_eq!(s.share_windows.len(), nwin, "{}", s.name);
-        assert_eq!(s.share_windows[..nwin - 1], f.share_windows[..nwin - 1]);
+        assert_eq!(
+            s.share_windows.to_vec()[..nwin - 1],
+            f.share_windows.to_vec()[..nwin - 1]
+        );
     }
     assert!(m.servers.iter().all(|s| s.share <= 1.0));
     let json = serde_json::to_string(&m).expect("serialisable");

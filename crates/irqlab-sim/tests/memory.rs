@@ -37,7 +37,7 @@ fn windows_widen_to_stay_within_the_bound_and_say_so() {
     for (s, share) in m.servers.iter().zip([0.2, 0.15]) {
         assert_eq!(s.share_windows.len(), 250, "{}", s.name);
         assert!(
-            s.share_windows.iter().all(|&x| (x - share).abs() < 1e-12),
+            s.share_windows.iter().all(|x| (x - share).abs() < 1e-12),
             "{}",
             s.name
         );
