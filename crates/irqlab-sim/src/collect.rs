@@ -10,7 +10,7 @@
 
 use irqlab_core::{LatencyStats, Server, ServerId};
 
-use crate::config::{InterruptPath, PolicyCfg};
+use crate::config::{InterruptPath, Phase, PolicyCfg};
 use crate::machine::{jobs_in_run, Simulation};
 use crate::metrics::{
     CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics, VirqMetrics, Windows,
@@ -142,14 +142,6 @@ pub(crate) struct BusyWindows {
 }
 
 impl BusyWindows {
-    /// `len` windows, all zero (nothing allocated).
-    pub(crate) fn new(len: usize) -> BusyWindows {
-        BusyWindows {
-            len,
-            nz: Vec::new(),
-        }
-    }
-
     /// Add `x` (> 0) ns to window `k`.
     #[inline(always)]
     pub(crate) fn add(&mut self, k: usize, x: u64) {
@@ -175,16 +167,40 @@ impl BusyWindows {
     }
 
     /// Add the interval `[a, b)` to the windows of width `w` it covers.
+    /// The windows after the first are appended at once when they come
+    /// after every stored one (always in the simulator: time only moves
+    /// forward); a long run of a server crosses many windows.
     pub(crate) fn add_interval(&mut self, w: u64, a: u64, b: u64) {
-        let mut t = a;
-        while t < b {
-            let k = t / w;
-            let end = k.saturating_add(1).saturating_mul(w).min(b);
-            match usize::try_from(k) {
-                Ok(k) if k < self.len => self.add(k, end - t),
-                _ => return,
+        if a >= b || w == 0 {
+            return;
+        }
+        let (first, last) = (a / w, (b - 1) / w);
+        let Some(top) = self.len.checked_sub(1) else {
+            return;
+        };
+        let (Ok(first), Ok(last)) = (usize::try_from(first), usize::try_from(last)) else {
+            return;
+        };
+        if first > top {
+            return;
+        }
+        let start = |k: usize| (k as u64).saturating_mul(w);
+        self.add(first, start(first + 1).min(b) - a);
+        let last = last.min(top);
+        if last == first {
+            return;
+        }
+        if self.nz.last().is_some_and(|&(k, _)| k == first) {
+            // windows `first + 1 ..= last`, after every stored one
+            self.nz.reserve(last - first);
+            for k in first + 1..last {
+                self.nz.push((k, w));
             }
-            t = end;
+            self.nz.push((last, start(last + 1).min(b) - start(last)));
+        } else {
+            for k in first + 1..=last {
+                self.add(k, start(k + 1).min(b) - start(k));
+            }
         }
     }
 
@@ -198,10 +214,13 @@ impl BusyWindows {
         v
     }
 
-    /// Room for `n` windows with busy time (more grow the list; a
-    /// reservation the allocator refuses is left out).
-    pub(crate) fn reserve(&mut self, n: usize) {
-        let _ = self.nz.try_reserve_exact(n);
+    /// `len` windows, all zero, with room for `cap` windows with busy
+    /// time (more grow the list).
+    pub(crate) fn with_capacity(len: usize, cap: usize) -> BusyWindows {
+        BusyWindows {
+            len,
+            nz: Vec::with_capacity(cap),
+        }
     }
 
     /// Keep the first `n` windows.
@@ -458,39 +477,49 @@ impl Simulation {
         // each server's windows are sized now (nothing is allocated
         // before it runs; they become its `share_windows` at the end, in
         // place)
-        for s in &mut self.servers {
-            s.windows = BusyWindows::new(n);
+        let want = self.windows_wanted(n);
+        for (s, want) in self.servers.iter_mut().zip(want) {
+            s.windows = BusyWindows::with_capacity(n, want);
         }
-        self.reserve_windows(n);
         for d in &mut self.devices {
             d.bytes_windows.resize(n, 0);
         }
     }
 
-    /// Room in each server's windows for those its tasks' jobs can start
-    /// in: at most one per job the tasks can release in the run
-    /// (`jobs_in_run`), plus one, and at most `n`, the windows of the
-    /// run. A job that runs across more windows grows the list as it
-    /// fills (and a server without tasks gets no room). It saves the
-    /// growth's copies of a list that doubles from four entries (200
+    /// The room to give each server's windows: those its tasks run in, as
+    /// estimated from their jobs: per task, one window per job it can
+    /// release in the run (`jobs_in_run`) and one more per window's worth
+    /// of their computing (the program's top-level `compute` steps), plus
+    /// one; at most `n`, the windows of the run. Preemption, loops and
+    /// blocking can take a task into more windows: the list then grows as
+    /// it fills (and a server without tasks gets no room until it runs).
+    /// It saves the copies of a list that doubles from four entries (200
     /// servers with a median of 5 windows each: 50 us of a 0.5 ms run).
-    /// It only sizes the lists: no result depends on it, and a
-    /// reservation the allocator refuses is left out.
-    fn reserve_windows(&mut self, n: usize) {
+    /// It only sizes the lists: no result depends on it (and the room is
+    /// at most the windows of the run, about twice what a dense list of
+    /// them took).
+    fn windows_wanted(&self, n: usize) -> Vec<usize> {
         let dur = self.cfg.duration;
-        let mut want = vec![0u64; self.servers.len()];
+        let w = self.cfg.window.max(1);
+        let mut want = vec![0usize; self.servers.len()];
         for (t, info) in self.cfg.tasks.iter().zip(&self.tasks) {
-            if let Some(g) = self.threads.get(info.thread).map(|th| th.server) {
-                if let Some(x) = want.get_mut(g) {
-                    *x = x.saturating_add(jobs_in_run(&t.release, dur).saturating_add(1));
-                }
-            }
+            let Some(x) = self
+                .threads
+                .get(info.thread)
+                .and_then(|th| want.get_mut(th.server))
+            else {
+                continue;
+            };
+            let jobs = jobs_in_run(&t.release, dur);
+            let exec = t.program.iter().fold(0u64, |sum, p| match *p {
+                Phase::Compute { ns } => sum.saturating_add(ns),
+                _ => sum,
+            });
+            let busy = jobs.saturating_mul(exec) / w;
+            let est = jobs.saturating_add(busy).saturating_add(2);
+            *x = x.saturating_add(usize::try_from(est).unwrap_or(n)).min(n);
         }
-        for (s, want) in self.servers.iter_mut().zip(want) {
-            if want > 0 {
-                s.windows.reserve(usize::try_from(want).unwrap_or(n).min(n));
-            }
-        }
+        want
     }
 
     /// Keep the first `n` metric windows (a run stopped early).
@@ -558,7 +587,7 @@ mod tests {
     #[test]
     fn fractions_divide_in_place() {
         let (w, dur) = (1_000u64, 3_500u64);
-        let mut b = BusyWindows::new(4);
+        let mut b = BusyWindows::with_capacity(4, 0);
         b.add_interval(w, 0, 1_000);
         b.add(1, 250);
         b.add_interval(w, 3_000, 3_499);
@@ -573,7 +602,7 @@ mod tests {
             "the vector was copied"
         );
         // values too large for `i64` take the exact unsigned path
-        let mut big = BusyWindows::new(1);
+        let mut big = BusyWindows::with_capacity(1, 0);
         big.add(0, u64::MAX);
         assert_eq!(big.into_fractions(u64::MAX, u64::MAX).to_vec(), vec![1.0]);
     }
@@ -582,7 +611,7 @@ mod tests {
     /// it keeps its part inside; truncating drops the later windows.
     #[test]
     fn windows_past_the_end_are_dropped() {
-        let mut b = BusyWindows::new(3);
+        let mut b = BusyWindows::with_capacity(3, 1);
         b.add_interval(10, 25, 45);
         b.add(7, 1);
         assert_eq!(b.to_dense(), vec![0, 0, 5]);
@@ -609,11 +638,12 @@ mod tests {
             steps in proptest::collection::vec((0u64..2_000, 0u64..120, proptest::bool::ANY), 0..60),
             in_order in proptest::bool::ANY,
             cut in proptest::option::of(0usize..45),
+            cap in 0usize..4,
         ) {
             let dur = (nwin as u64 * w).saturating_sub(short % w.max(1)).max(1);
             let nwin = dur.div_ceil(w) as usize;
             let mut dense = vec![0u64; nwin];
-            let mut sparse = BusyWindows::new(nwin);
+            let mut sparse = BusyWindows::with_capacity(nwin, cap);
             let mut t = 0;
             for (at, len, single) in steps {
                 let a = if in_order { t + at % 37 } else { at };
