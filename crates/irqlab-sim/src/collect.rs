@@ -516,7 +516,7 @@ impl Simulation {
                 _ => sum,
             });
             let busy = jobs.saturating_mul(exec) / w;
-            let est = jobs.saturating_add(busy).saturating_add(2);
+            let est = jobs.saturating_add(busy).saturating_add(1);
             *x = x.saturating_add(usize::try_from(est).unwrap_or(n)).min(n);
         }
         want
