@@ -271,9 +271,9 @@ pub(crate) struct CpuState {
     pub last_step: Nanos,
     pub dispatched: Option<ServerId>,
     pub dispatched_background: bool,
-    /// At the last pass, the server dispatched before it had a runnable
-    /// thread but its threads got no CPU time since the pass before
-    /// (something above every managed thread held the CPU).
+    /// At the last pass: a server was dispatched, and its threads got no
+    /// CPU time since the pass before (something above every managed
+    /// thread held the CPU, or they blocked outside the runtime).
     pub starved: bool,
     /// How late the supervisor's timer woke it.
     pub timer_latency: LatencyRecorder,
