@@ -790,9 +790,6 @@ mod tests {
     }
 
     proptest! {
-        /// The timers' first is the earliest armed key, through any
-        /// sequence of arms and disarms (keys are distinct: their sequence
-        /// numbers are).
         /// `earlier_key` is the comparison and the minimum, for keys
         /// that differ in the time (high half), in the sequence (low
         /// half) only, or not at all.
@@ -809,6 +806,9 @@ mod tests {
             }
         }
 
+        /// The timers' first is the earliest armed key, through any
+        /// sequence of arms and disarms (keys are distinct: their sequence
+        /// numbers are).
         #[test]
         fn timers_first_is_the_earliest(
             cpus in 1usize..70,
