@@ -8,7 +8,11 @@ rounds):
   (``bench/sim_runner/floor.rs``: one event heap and one ready heap per CPU,
   nothing else), on plain rate-monotonic task sets of 10, 200, 1,000 and
   10,000 tasks on one CPU and of 10 tasks per CPU on 8 and 64 CPUs. Both must
-  complete the same jobs (``same_jobs``);
+  complete the same jobs (``same_jobs``). Each round runs every set in
+  order in one process per side, so a set's call follows the previous
+  set's (``ratio``), and again with each set run once untimed just before
+  its timed call (``warm_ratio``: the steady state of a process that runs
+  the same model again, as a sweep does);
 * the core's scheduling cycle (wake-up, schedule, block, schedule) against
   the same cycle on a bare ``BinaryHeap`` (``bench/sim_runner/core_cycle.rs``)
   at 1, 24, 1,000 and 10,000 servers.
@@ -88,18 +92,20 @@ def sim_vs_floor(runs: dict[str, list[str]], sets: list[tuple[str, int, int, Pat
     """The simulator against the minimal simulator (and the base revision)."""
     files = [str(f) for *_, f in sets]
     times: dict[str, dict[str, list[int]]] = {f: {r: [] for r in runs} for f in files}
+    warm: dict[str, dict[str, list[int]]] = {f: {r: [] for r in runs} for f in files}
     jobs: dict[str, dict[str, int]] = {f: {} for f in files}
     events: dict[str, int] = {}
     for r in range(ROUNDS):
         for rev in (runs if r % 2 == 0 else reversed(list(runs))):
-            out = subprocess.run(runs[rev] + files, check=True, capture_output=True,
-                                 text=True).stdout
-            for line in out.splitlines():
-                name, ns, ev, done = line.rsplit(" ", 3)
-                times[name][rev].append(int(ns))
-                jobs[name][rev] = int(done)
-                if rev == "irqlab":
-                    events[name] = int(ev)
+            for flags, into in (([], times), (["--warm"], warm)):
+                out = subprocess.run(runs[rev] + flags + files, check=True,
+                                     capture_output=True, text=True).stdout
+                for line in out.splitlines():
+                    name, ns, ev, done = line.rsplit(" ", 3)
+                    into[name][rev].append(int(ns))
+                    jobs[name][rev] = int(done)
+                    if rev == "irqlab":
+                        events[name] = int(ev)
     for name, n, cpus, f in sets:
         t = times[str(f)]
         ratios = [a / b for a, b in zip(t["irqlab"], t["floor"], strict=True)]
@@ -109,12 +115,20 @@ def sim_vs_floor(runs: dict[str, list[str]], sets: list[tuple[str, int, int, Pat
             "same_jobs": all(j == jobs[str(f)]["floor"] for j in jobs[str(f)].values()),
             "irqlab_ms_min_med_max": spread([x / 1e6 for x in t["irqlab"]]),
             "floor_ms_min_med_max": spread([x / 1e6 for x in t["floor"]]),
-            "ratio_min_med_max": spread(ratios)}
+            "ratio_min_med_max": spread(ratios),
+            "warm_irqlab_ms_min_med_max": spread([x / 1e6 for x in warm[str(f)]["irqlab"]]),
+            "warm_floor_ms_min_med_max": spread([x / 1e6 for x in warm[str(f)]["floor"]]),
+            "warm_ratio_min_med_max": spread(
+                [a / b for a, b in zip(warm[str(f)]["irqlab"], warm[str(f)]["floor"],
+                                       strict=True)])}
         if BASE:
             row["base"] = BASE
             row["base_ms_min_med_max"] = spread([x / 1e6 for x in t["base"]])
             row["base_ratio_min_med_max"] = spread(
                 [a / b for a, b in zip(t["base"], t["floor"], strict=True)])
+            row["base_warm_ratio_min_med_max"] = spread(
+                [a / b for a, b in zip(warm[str(f)]["base"], warm[str(f)]["floor"],
+                                       strict=True)])
         print(json.dumps(row), flush=True)
 
 

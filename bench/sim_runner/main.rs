@@ -1,9 +1,12 @@
 //! Times `irqlab_sim::simulate` on configuration files (JSON `SimConfig`):
 //! one line per file, `name cpu_ns events jobs`, the CPU time of the process
 //! for the call alone (the configuration is parsed before) and the jobs
-//! completed. With `--floor` first, times the minimal partitioned-RM
-//! simulator of `floor.rs` on the same files instead (`events` is 0; files
-//! that are not plain RM task sets are skipped). With `--core N ROUNDS`
+//! completed. With `--floor`, times the minimal partitioned-RM simulator
+//! of `floor.rs` on the same files instead (`events` is 0; files that are
+//! not plain RM task sets are skipped). With `--warm`, each file is run
+//! once untimed before its timed call: the steady state of a process that
+//! runs the same model again, not a first call after the previous file's.
+//! With `--core N ROUNDS`
 //! (feature `core`), times the core's scheduling cycle at `N` servers next
 //! to a bare heap instead (`core_cycle.rs`). Built by
 //! `bench/bench_sim_revisions.py` and `bench/bench_floor.py`.
@@ -32,14 +35,16 @@ fn main() {
         core_cycle::run(num(1), num(2), 200_000, cpu_now);
         return;
     }
-    let floor = args.first().is_some_and(|a| a == "--floor");
-    if floor {
-        args.remove(0);
-    }
+    let floor = args.iter().any(|a| a == "--floor");
+    let warm = args.iter().any(|a| a == "--warm");
+    args.retain(|a| a != "--floor" && a != "--warm");
     for f in args {
         let text = std::fs::read_to_string(&f).expect("config file");
         if floor {
             let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+            if warm {
+                std::hint::black_box(floor::run(&v));
+            }
             let t0 = cpu_now();
             let Some(jobs) = floor::run(&v) else {
                 continue;
@@ -48,7 +53,11 @@ fn main() {
             println!("{f} {} 0 {jobs}", dt.as_nanos());
             continue;
         }
-        let cfg: irqlab_sim::SimConfig = serde_json::from_str(&text).expect("SimConfig");
+        let parse = || -> irqlab_sim::SimConfig { serde_json::from_str(&text).expect("SimConfig") };
+        if warm {
+            drop(std::hint::black_box(irqlab_sim::simulate(parse())));
+        }
+        let cfg = parse();
         let t0 = cpu_now();
         let (m, _) = irqlab_sim::simulate(cfg).expect("simulates");
         let dt = cpu_now() - t0;
