@@ -61,6 +61,19 @@ impl IdHeap {
         self.heap.len() + usize::from(self.top.is_some())
     }
 
+    /// Room for ids below `n` (and as many entries) without growing.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.pos.reserve(n.saturating_sub(self.pos.len()));
+        self.heap.reserve(n.saturating_sub(self.heap.len()));
+    }
+
+    /// Where the entries and positions are stored (tests: whether they
+    /// moved, i.e. grew).
+    #[cfg(test)]
+    pub(crate) fn buffers(&self) -> (*const u128, *const u32) {
+        (self.heap.as_ptr(), self.pos.as_ptr())
+    }
+
     /// Insert `k` (an entry of the same id is replaced).
     ///
     /// The scheduler's commonest insert -- an absent id whose key goes

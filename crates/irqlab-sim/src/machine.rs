@@ -272,6 +272,7 @@ impl Simulation {
         for (cpu, (servers, threads)) in sim.cpus.iter_mut().zip(per_cpu) {
             cpu.servers.reserve_exact(servers);
             cpu.threads.reserve_exact(threads);
+            cpu.sched.reserve(servers, threads);
         }
         sim.add_servers()?;
         sim.add_tasks()?;
