@@ -15,7 +15,11 @@ the same work on both sides, once the task set is built:
   hands the metrics back as Python objects.
 
 Neither side includes interpreter start-up or imports (both are imported
-before the first round). Both must complete the same jobs (``same_jobs``).
+before the first round). Each timed call starts after a full garbage
+collection (``gc.collect()``, untimed), so neither side pays for collecting
+the previous round's garbage (SimSo's models are cyclic: without it, SimSo's
+time included collecting an earlier model's and varied by a third between
+runs). Both must complete the same jobs (``same_jobs``).
 ``IRQLAB_BENCH_ROUNDS`` (default 5) sets the rounds.
 
 In the same rounds, two more figures put the SimSo target (1,000x) in scale
@@ -30,6 +34,7 @@ simulator of these jobs can get; ``IRQLAB_BENCH_NO_FLOOR=1`` skips both.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -59,6 +64,7 @@ def run_simso(tasks) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     c.add_processor(name="CPU 1", identifier=1)
     c.scheduler_info.clas = "simso.schedulers.RM"
     c.check_all()
+    gc.collect()
     t0 = time.process_time()
     m = Model(c)
     m.run_model()
@@ -69,6 +75,7 @@ def run_simso(tasks) -> tuple[float, int]:  # type: ignore[no-untyped-def]
 
 def run_irqlab(tasks) -> tuple[float, int]:  # type: ignore[no-untyped-def]
     cfg = rm_config(tasks, DURATION_MS * MS)
+    gc.collect()
     t0 = time.process_time()
     m = simulate(cfg).metrics
     dt = time.process_time() - t0
