@@ -87,9 +87,34 @@ pub(crate) fn supply_of(p: &PolicyCfg) -> Option<VcpuSupply> {
     }
 }
 
+/// What a release and a completion read of a task's configuration
+/// (`TaskCfg::release`, `abort_on_miss`, the path's timer latency), set
+/// once from it (`TaskRelease::of`) and kept beside the task's counters:
+/// one cache line per release instead of the configuration's two besides
+/// (issue 20, the 8-CPU row).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TaskRelease {
+    /// `release_latency`: how late the release events fire.
+    pub(crate) latency: u64,
+    /// A periodic task's period (0 for `Release::Once`).
+    pub(crate) period: u64,
+    /// A periodic task's job limit, `u64::MAX` without one (the count of
+    /// releases never reaches it, so `released < jobs` is `jobs.
+    /// is_none_or(|j| released < j)`).
+    pub(crate) jobs: u64,
+    /// The relative deadline (`deadline.unwrap_or(period)`) of a periodic
+    /// task, `None` for `Release::Once`.
+    pub(crate) deadline: Option<u64>,
+    pub(crate) abort_on_miss: bool,
+}
+
+/// A task's counters and statistics. `repr(C)`: the thread and what a
+/// release reads first (`thread`, `released`, `rel`: one 64-byte run).
+#[repr(C)]
 pub(crate) struct TaskInfo {
     pub(crate) thread: usize,
     pub(crate) released: u64,
+    pub(crate) rel: TaskRelease,
     pub(crate) completed: u64,
     pub(crate) misses: u64,
     /// Jobs aborted at their deadline (`abort_on_miss`).
