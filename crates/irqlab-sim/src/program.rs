@@ -323,10 +323,9 @@ impl Simulation {
             Release::Once { .. } => (0, u64::MAX),
         };
         TaskRelease {
-            latency: self.release_latency(task),
             period,
             jobs,
-            deadline: self.deadline_of(task),
+            deadline: self.deadline_of(task).unwrap_or(0),
             abort_on_miss: cfg.abort_on_miss,
         }
     }
@@ -337,9 +336,12 @@ impl Simulation {
         let (t, rel) = (info.thread, info.rel);
         info.released += 1;
         let released = info.released;
-        let now = fired - rel.latency;
-        // (a deadline: a periodic task)
-        if let Some(d) = rel.deadline {
+        // (a deadline: a periodic task, released `release_latency` late)
+        let Some(d) = rel.deadline() else {
+            return self.start_job(t, fired);
+        };
+        let now = fired - self.periodic_latency;
+        {
             if released < rel.jobs {
                 self.post(fired.saturating_add(rel.period), EvKind::Release { task });
             }
@@ -350,6 +352,13 @@ impl Simulation {
                 }
             }
         }
+        self.start_job(t, now)
+    }
+
+    /// `release`'s job of task thread `t`, released at `now`: queued
+    /// behind an unfinished one, or started.
+    #[inline(always)]
+    fn start_job(&mut self, t: usize, now: u64) -> Result<(), SimError> {
         let Kind::Task(ts) = &mut self.threads[t].kind else {
             return Ok(());
         };
@@ -464,7 +473,7 @@ impl Simulation {
     pub(crate) fn job_done(&mut self, task: usize, release: u64) {
         let now = self.now;
         let info = &mut self.tasks[task];
-        let deadline = info.rel.deadline;
+        let deadline = info.rel.deadline();
         info.completed += 1;
         info.response.record(Nanos(now - release));
         let late = deadline.is_some_and(|d| now > release.saturating_add(d));

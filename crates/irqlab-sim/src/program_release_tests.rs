@@ -2,26 +2,27 @@
 //! the task's configuration: every task of every golden system, and of a
 //! set with one-shot tasks, job limits, deadlines past the period and
 //! `abort_on_miss` on each interrupt path (the thread-based ones with and
-//! without a timer latency), has the record that the configuration gives when read
-//! directly here (not through `task_release`).
+//! without a timer latency), has the record (and `release` the latency)
+//! that the configuration gives when read directly here (not through
+//! `task_release`).
 
 use super::*;
 use crate::config::SimConfig;
 use serde_json::json;
 
-/// The record `task` of `cfg` must have, from the configuration alone.
-fn reference(cfg: &SimConfig, task: usize) -> TaskRelease {
+/// The record `task` of `cfg` must have, from the configuration alone,
+/// and how late its releases fire.
+fn reference(cfg: &SimConfig, task: usize) -> (TaskRelease, u64) {
     let t = &cfg.tasks[task];
     let latency = match (cfg.path, &t.release) {
         (InterruptPath::Hypervisor, _) | (_, Release::Once { .. }) => 0,
         _ => cfg.switch_costs.timer_latency,
     };
-    match t.release {
+    let rel = match t.release {
         Release::Once { .. } => TaskRelease {
-            latency,
             period: 0,
             jobs: u64::MAX,
-            deadline: None,
+            deadline: 0,
             abort_on_miss: t.abort_on_miss,
         },
         Release::Periodic {
@@ -30,20 +31,28 @@ fn reference(cfg: &SimConfig, task: usize) -> TaskRelease {
             jobs,
             ..
         } => TaskRelease {
-            latency,
             period,
             jobs: jobs.unwrap_or(u64::MAX),
-            deadline: Some(deadline.unwrap_or(period)),
+            deadline: deadline.unwrap_or(period),
             abort_on_miss: t.abort_on_miss,
         },
-    }
+    };
+    (rel, latency)
 }
 
 fn check(cfg: SimConfig, what: &str) -> usize {
     let sim = Simulation::new(cfg.clone()).expect("builds");
     assert_eq!(sim.tasks.len(), cfg.tasks.len(), "{what}");
     for (i, info) in sim.tasks.iter().enumerate() {
-        assert_eq!(info.rel, reference(&cfg, i), "{what}: tasks[{i}]");
+        let (rel, latency) = reference(&cfg, i);
+        assert_eq!(info.rel, rel, "{what}: tasks[{i}]");
+        // what `release` subtracts from the time its event fired
+        let used = if info.rel.deadline().is_some() {
+            sim.periodic_latency
+        } else {
+            0
+        };
+        assert_eq!(used, latency, "{what}: tasks[{i}]'s release latency");
     }
     cfg.tasks.len()
 }
