@@ -87,41 +87,9 @@ pub(crate) fn supply_of(p: &PolicyCfg) -> Option<VcpuSupply> {
     }
 }
 
-/// What a release and a completion read of a task's configuration
-/// (`TaskCfg::release`, `abort_on_miss`), set once from it
-/// (`Simulation::task_release`) and kept beside the task's counters: one
-/// cache line per release instead of the configuration's two besides
-/// (issue 20, the 8-CPU row). 32 bytes: the checked configuration's
-/// periods and deadlines are positive, so 0 marks a one-shot task.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct TaskRelease {
-    /// A periodic task's period (0: `Release::Once`).
-    pub(crate) period: u64,
-    /// A periodic task's job limit, `u64::MAX` without one (the count of
-    /// releases never reaches it, so `released < jobs` is `jobs.
-    /// is_none_or(|j| released < j)`).
-    pub(crate) jobs: u64,
-    /// A periodic task's relative deadline (`deadline.unwrap_or(period)`;
-    /// 0: `Release::Once`).
-    pub(crate) deadline: u64,
-    pub(crate) abort_on_miss: bool,
-}
-
-impl TaskRelease {
-    /// The relative deadline of a periodic task (`None`: one-shot).
-    #[inline(always)]
-    pub(crate) fn deadline(&self) -> Option<u64> {
-        (self.deadline != 0).then_some(self.deadline)
-    }
-}
-
-/// A task's counters and statistics. `repr(C)`: the thread and what a
-/// release reads first (`thread`, `released`, `rel`: 48 bytes).
-#[repr(C)]
 pub(crate) struct TaskInfo {
     pub(crate) thread: usize,
     pub(crate) released: u64,
-    pub(crate) rel: TaskRelease,
     pub(crate) completed: u64,
     pub(crate) misses: u64,
     /// Jobs aborted at their deadline (`abort_on_miss`).

@@ -71,9 +71,6 @@ pub struct Simulation {
     pub(crate) servers: Vec<ServerInfo>,
     pub(crate) devices: Vec<DeviceState>,
     pub(crate) tasks: Vec<TaskInfo>,
-    /// How late a periodic task's timer wakes it (`release_latency`; a
-    /// one-shot task's: 0), kept here for `release` (issue 20).
-    pub(crate) periodic_latency: u64,
     /// Bottom-half thread of each class (`usize::MAX`: none).
     pub(crate) class_bh: Vec<usize>,
     pub(crate) xhci: Vec<XhciState>,
@@ -223,10 +220,6 @@ impl Simulation {
         let nwin = 0;
         let ncpu = cfg.cpus;
         let seed = cfg.seed;
-        let periodic_latency = match cfg.path {
-            crate::config::InterruptPath::Hypervisor => 0,
-            _ => cfg.switch_costs.timer_latency,
-        };
         let mut sim = Simulation {
             cpus: (0..ncpu).map(|_| Cpu::new(nwin)).collect(),
             cfg,
@@ -239,7 +232,6 @@ impl Simulation {
             servers: Vec::new(),
             devices: Vec::new(),
             tasks: Vec::new(),
-            periodic_latency,
             class_bh: Vec::new(),
             xhci: Vec::new(),
             virqs: Vec::new(),

@@ -21,7 +21,7 @@ use std::collections::VecDeque;
 
 use irqlab_core::{LatencyStats, Nanos};
 
-use crate::collect::{TaskInfo, TaskRelease};
+use crate::collect::TaskInfo;
 use crate::config::{DeviceKind, InterruptPath, Phase, Release};
 use crate::engine::EvKind;
 use crate::error::SimError;
@@ -106,7 +106,6 @@ impl Simulation {
         // most programs are one compute step: room for one op per task
         self.ops.reserve(self.cfg.tasks.len());
         for i in 0..self.cfg.tasks.len() {
-            let rel = self.task_release(i);
             let t = &mut self.cfg.tasks[i];
             let cpu = self.cfg.servers[t.server].cpu;
             let core = self.cpus[cpu]
@@ -125,7 +124,6 @@ impl Simulation {
             self.tasks.push(TaskInfo {
                 thread,
                 released: 0,
-                rel,
                 completed: 0,
                 misses: 0,
                 aborted: 0,
@@ -314,51 +312,24 @@ impl Simulation {
         }
     }
 
-    /// What `release` and `job_done` read of `task`'s configuration
-    /// (`TaskInfo::rel`).
-    pub(crate) fn task_release(&self, task: usize) -> TaskRelease {
-        let cfg = &self.cfg.tasks[task];
-        let (period, jobs) = match cfg.release {
-            Release::Periodic { period, jobs, .. } => (period, jobs.unwrap_or(u64::MAX)),
-            Release::Once { .. } => (0, u64::MAX),
-        };
-        TaskRelease {
-            period,
-            jobs,
-            deadline: self.deadline_of(task).unwrap_or(0),
-            abort_on_miss: cfg.abort_on_miss,
-        }
-    }
-
     pub(crate) fn release(&mut self, task: usize) -> Result<(), SimError> {
         let fired = self.now;
-        let info = &mut self.tasks[task];
-        let (t, rel) = (info.thread, info.rel);
-        info.released += 1;
-        let released = info.released;
-        // (a deadline: a periodic task, released `release_latency` late)
-        let Some(d) = rel.deadline() else {
-            return self.start_job(t, fired);
-        };
-        let now = fired - self.periodic_latency;
-        {
-            if released < rel.jobs {
-                self.post(fired.saturating_add(rel.period), EvKind::Release { task });
+        let now = fired - self.release_latency(task);
+        let t = self.tasks[task].thread;
+        self.tasks[task].released += 1;
+        if let Release::Periodic { period, jobs, .. } = self.cfg.tasks[task].release {
+            if jobs.is_none_or(|j| self.tasks[task].released < j) {
+                self.post(fired.saturating_add(period), EvKind::Release { task });
             }
-            if rel.abort_on_miss {
+        }
+        if self.cfg.tasks[task].abort_on_miss {
+            if let Some(d) = self.deadline_of(task) {
                 let at = now.saturating_add(d).max(fired);
                 if at != u64::MAX {
                     self.post(at, EvKind::Deadline { task, release: now });
                 }
             }
         }
-        self.start_job(t, now)
-    }
-
-    /// `release`'s job of task thread `t`, released at `now`: queued
-    /// behind an unfinished one, or started.
-    #[inline(always)]
-    fn start_job(&mut self, t: usize, now: u64) -> Result<(), SimError> {
         let Kind::Task(ts) = &mut self.threads[t].kind else {
             return Ok(());
         };
@@ -472,8 +443,8 @@ impl Simulation {
 
     pub(crate) fn job_done(&mut self, task: usize, release: u64) {
         let now = self.now;
+        let deadline = self.deadline_of(task);
         let info = &mut self.tasks[task];
-        let deadline = info.rel.deadline();
         info.completed += 1;
         info.response.record(Nanos(now - release));
         let late = deadline.is_some_and(|d| now > release.saturating_add(d));
@@ -511,7 +482,3 @@ impl Simulation {
             .count() as u64
     }
 }
-
-#[cfg(test)]
-#[path = "program_release_tests.rs"]
-mod release_tests;
