@@ -1237,8 +1237,8 @@ mod tests {
         }
     }
 
-    /// One call to a scheduler, for `fast_paths_match_the_general_code`.
-    #[derive(Clone, Debug)]
+    /// One call to a scheduler, for the property tests below (`apply`).
+    #[derive(Clone, Copy, Debug)]
     enum Op {
         Advance(u64),
         Wakeup(usize, Option<u64>),
@@ -1255,6 +1255,35 @@ mod tests {
             4 => Just(Op::Schedule),
             1 => (0u64..5).prop_map(Op::Exclude),
         ]
+    }
+
+    /// One call of `op` at `now` on `s`, its result as text.
+    fn apply(s: &mut Scheduler, op: Op, now: u64) -> alloc::string::String {
+        match op {
+            Op::Advance(_) => alloc::string::String::new(),
+            Op::Wakeup(t, p) => {
+                alloc::format!("{:?}", s.wakeup(Nanos(now), ThreadId(t), p.map(Nanos)))
+            }
+            Op::Block(t) => alloc::format!("{:?}", s.block(Nanos(now), ThreadId(t))),
+            Op::Schedule => alloc::format!("{:?}", s.schedule(Nanos(now))),
+            Op::Exclude(d) => {
+                s.exclude(Nanos(d));
+                alloc::string::String::new()
+            }
+        }
+    }
+
+    /// The servers `build` makes: kind, budget, period, round-robin.
+    fn kinds() -> impl Strategy<Value = Vec<(u8, u64, u64, bool)>> {
+        proptest::collection::vec(
+            (
+                prop_oneof![5 => 0u8..5, 2 => Just(7u8), 2 => prop_oneof![5u8..7, 8u8..10]],
+                1u64..30,
+                5u64..60,
+                proptest::bool::weighted(0.15),
+            ),
+            1..9,
+        )
     }
 
     /// Servers of every kind (mostly sporadic, the fast paths' kind), with
@@ -1338,9 +1367,7 @@ mod tests {
         /// with the general code alone, over random calls (issue 20).
         #[test]
         fn fast_paths_match_the_general_code(
-            kinds in proptest::collection::vec(
-                (prop_oneof![5 => 0u8..5, 2 => Just(7u8), 2 => prop_oneof![5u8..7, 8u8..10]], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
-                1..9),
+            kinds in kinds(),
             ops in proptest::collection::vec(op(), 1..400),
         ) {
             let mut fast = build(&kinds);
@@ -1352,16 +1379,7 @@ mod tests {
                 }
                 let call = |s: &mut Scheduler, g: bool| -> alloc::string::String {
                     GENERAL_ONLY.with(|c| c.set(g));
-                    let out = match op {
-                        Op::Advance(_) => alloc::string::String::new(),
-                        Op::Wakeup(t, p) => alloc::format!("{:?}", s.wakeup(Nanos(now), ThreadId(t), p.map(Nanos))),
-                        Op::Block(t) => alloc::format!("{:?}", s.block(Nanos(now), ThreadId(t))),
-                        Op::Schedule => alloc::format!("{:?}", s.schedule(Nanos(now))),
-                        Op::Exclude(d) => {
-                            s.exclude(Nanos(d));
-                            alloc::string::String::new()
-                        }
-                    };
+                    let out = apply(s, op, now);
                     GENERAL_ONLY.with(|c| c.set(false));
                     out
                 };
@@ -1374,44 +1392,30 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(256))]
-        /// `reserve` only sizes the tables: a scheduler built after it
-        /// returns the same and keeps the same state as one built without,
-        /// over random calls, and its server and thread tables and ready
-        /// heap never move (grow) once built (issue 20).
-        #[test]
-        fn reserve_changes_nothing_but_growth(
-            kinds in proptest::collection::vec(
-                (prop_oneof![5 => 0u8..5, 2 => Just(7u8), 2 => prop_oneof![5u8..7, 8u8..10]], 1u64..30, 5u64..60, proptest::bool::weighted(0.15)),
-                1..9),
-            ops in proptest::collection::vec(op(), 1..400),
-        ) {
-            let mut plain = build(&kinds);
-            let mut sized = build_reserved(&kinds, true);
-            let built = (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers());
-            let mut now = 0u64;
-            for op in ops {
-                if let Op::Advance(d) = op {
-                    now += d;
-                }
-                let call = |s: &mut Scheduler| -> alloc::string::String {
-                    match op {
-                        Op::Advance(_) => alloc::string::String::new(),
-                        Op::Wakeup(t, p) => alloc::format!("{:?}", s.wakeup(Nanos(now), ThreadId(t), p.map(Nanos))),
-                        Op::Block(t) => alloc::format!("{:?}", s.block(Nanos(now), ThreadId(t))),
-                        Op::Schedule => alloc::format!("{:?}", s.schedule(Nanos(now))),
-                        Op::Exclude(d) => {
-                            s.exclude(Nanos(d));
-                            alloc::string::String::new()
-                        }
+            #![proptest_config(ProptestConfig::with_cases(256))]
+            /// `reserve` only sizes the tables: a scheduler built after it
+            /// returns the same and keeps the same state as one built without,
+            /// over random calls, and its server and thread tables and ready
+            /// heap never move (grow) once built (issue 20).
+            #[test]
+            fn reserve_changes_nothing_but_growth(
+                kinds in kinds(),
+                ops in proptest::collection::vec(op(), 1..400),
+            ) {
+                let mut plain = build(&kinds);
+                let mut sized = build_reserved(&kinds, true);
+                let built = (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers());
+                let mut now = 0u64;
+                for op in ops {
+                    if let Op::Advance(d) = op {
+                        now += d;
                     }
-                };
-                prop_assert_eq!(call(&mut plain), call(&mut sized), "{:?} at {}", op, now);
-                prop_assert_eq!(alloc::format!("{plain:?}"), alloc::format!("{sized:?}"));
+    prop_assert_eq!(apply(&mut plain, op, now), apply(&mut sized, op, now), "{:?} at {}", op, now);
+                    prop_assert_eq!(alloc::format!("{plain:?}"), alloc::format!("{sized:?}"));
+                }
+                prop_assert_eq!(built, (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers()));
             }
-            prop_assert_eq!(built, (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers()));
         }
-    }
 
     proptest! {
         /// Packed keys order exactly as priority keys and keep the id;
