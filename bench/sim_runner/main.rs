@@ -6,10 +6,9 @@
 //! not plain RM task sets are skipped). With `--warm`, each file is run
 //! once untimed before its timed call: the steady state of a process that
 //! runs the same model again, not a first call after the previous file's.
-//! With `--core N ROUNDS`
-//! (feature `core`), times the core's scheduling cycle at `N` servers next
-//! to a bare heap instead (`core_cycle.rs`). Built by
-//! `bench/bench_sim_revisions.py` and `bench/bench_floor.py`.
+//! With `--core N ROUNDS` (feature `core`), times the core's scheduling
+//! cycle at `N` servers next to a bare heap instead (`core_cycle.rs`).
+//! Built by `bench/bench_sim_revisions.py` and `bench/bench_floor.py`.
 
 #[cfg(feature = "core")]
 mod core_cycle;
