@@ -13,8 +13,9 @@
 
 use std::io::{self, Write};
 
-/// "00" to "99": two decimal digits per table entry.
-const DIGITS2: &[u8; 200] = b"\
+/// "00" to "99": two decimal digits per table entry (the reference
+/// writers of the tests read it too).
+pub(super) const DIGITS2: &[u8; 200] = b"\
 0001020304050607080910111213141516171819\
 2021222324252627282930313233343536373839\
 4041424344454647484950515253545556575859\

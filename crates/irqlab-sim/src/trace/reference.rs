@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use super::out::DIGITS2;
 use super::{Kind, Trace};
 
 /// The escaped name `i` of `v` ("?" if unknown).
@@ -15,14 +16,6 @@ fn pick(v: &[String], i: u32) -> &str {
 fn s(v: &[String], i: u32) -> &[u8] {
     pick(v, i).as_bytes()
 }
-
-/// "00" to "99": two decimal digits per table entry.
-const DIGITS2: &[u8; 200] = b"\
-0001020304050607080910111213141516171819\
-2021222324252627282930313233343536373839\
-4041424344454647484950515253545556575859\
-6061626364656667686970717273747576777879\
-8081828384858687888990919293949596979899";
 
 /// Append the decimal digits of `v` (two digits per step: this runs for
 /// every number of every JSON event).
