@@ -354,10 +354,8 @@ impl Simulation {
     /// Room in each task's completion list for every job it can release
     /// in the run (at most `max_completions`), at once: the list is the
     /// metrics' `completions_ns`, and growing it by doubling copied it and
-    /// faulted in fresh pages at each step (issue 20). A periodic task
-    /// releases at `offset + k * period` (later by the timer latency), so
-    /// at most `(duration - offset) / period + 1` jobs, and at most `jobs`;
-    /// a one-shot task one (`jobs_in_run`). All the lists together reserve at most
+    /// faulted in fresh pages at each step (issue 20). The jobs a task can
+    /// release are `jobs_in_run`'s. All the lists together reserve at most
     /// `COMPLETIONS_RESERVED` entries (a run stopped early, or jobs that
     /// never finish, leave reserved room unused), and a reservation the
     /// allocator refuses is left out: the list then grows as it fills. It
