@@ -245,10 +245,11 @@ impl Simulation {
                     let w = self.cfg.window;
                     if from < now {
                         let i = cpu.window_of(w, from);
+                        let (g, log) = (th.server, &mut self.busy_log);
                         if now <= cpu.win_end {
-                            s.windows.add(i, now - from);
+                            log.add(g, &mut s.open_window, i, now - from);
                         } else {
-                            s.windows.add_interval(w, from, now);
+                            log.add_interval(g, &mut s.open_window, w, from, now);
                         }
                     }
                     if let Some(sp) = s.supply.as_mut() {

@@ -31,7 +31,7 @@ use irqlab_core::{
     SporadicServer, ThreadPolicy, Unbounded, Utilization,
 };
 
-use crate::collect::{supply_of, ServerInfo, TaskInfo};
+use crate::collect::{supply_of, BusyLog, ServerInfo, TaskInfo};
 use crate::config::{PolicyCfg, Release, SimConfig};
 use crate::cpu::Cpu;
 use crate::devices::xhci::XhciState;
@@ -69,6 +69,8 @@ pub struct Simulation {
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) threads: Vec<Thread>,
     pub(crate) servers: Vec<ServerInfo>,
+    /// The servers' busy time per metric window before their open ones.
+    pub(crate) busy_log: BusyLog,
     pub(crate) devices: Vec<DeviceState>,
     pub(crate) tasks: Vec<TaskInfo>,
     /// Bottom-half thread of each class (`usize::MAX`: none).
@@ -230,6 +232,7 @@ impl Simulation {
             superseded_after: Vec::new(),
             threads: Vec::new(),
             servers: Vec::new(),
+            busy_log: BusyLog::default(),
             devices: Vec::new(),
             tasks: Vec::new(),
             class_bh: Vec::new(),
