@@ -45,7 +45,6 @@ Arguments choose figures (`rss`, `tracing`, `python`; default all).
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import random
@@ -171,9 +170,7 @@ def pycall(cfg_file: str) -> None:
     with its metrics and configuration read, as a process that ran
     before), ``CALLS`` timed calls
     back to back, then the first reads of ``metrics`` and ``config`` of a
-    third call; prints the CPU times (s) as JSON. A full garbage
-    collection, untimed, comes before each timed part (as in
-    ``bench_sim.py``)."""
+    third call; prints the CPU times (s) as JSON."""
     from irqlab.sim import simulate
 
     cfg = partitioned(64, 10, 20 * S)  # built in this process, as a caller builds it
@@ -186,13 +183,11 @@ def pycall(cfg_file: str) -> None:
         del warm
     call = []
     for _ in range(CALLS):  # back to back, as the Rust runs
-        gc.collect()  # untimed: no collection of earlier results inside a timed call
         t0 = time.thread_time()
         r = simulate(cfg)
         call.append(time.thread_time() - t0)
         del r
     r = simulate(cfg)
-    gc.collect()
     t0 = time.thread_time()
     r.metrics  # noqa: B018 -- the first read builds the dicts
     t1 = time.thread_time()
