@@ -11,12 +11,12 @@
 //! * Exact: the shares are the divisions a dense store of every window
 //!   would give, bit for bit, whatever order the charges come in.
 //!
-//! Why a log: with a list per server, a charge that closed a window wrote
-//! to a line of its own server's list, cold on a first run, and the lists
-//! grew by copying. On the 8-CPU bench set (1,875 windows over 80
-//! servers), that bookkeeping was about 27 µs of a 142 µs loop (measured
-//! by leaving it out); with the log the loop takes 127 µs and the end of
-//! the run 5 µs more, to build the lists (issue 20, docs/performance.md).
+//! Why a log: with a list per server, a charge that closed a window read
+//! and wrote a line of its own server's list, cold on a first run. On the
+//! 8-CPU bench set (1,875 windows over 80 servers) that bookkeeping was
+//! about 27 µs of a 142 µs loop (measured by leaving it out); with the
+//! log the loop takes 127-130 µs and the end of the run 5 µs more, to
+//! build the lists (issue 20, docs/performance.md).
 
 use crate::metrics::Windows;
 
