@@ -336,28 +336,22 @@ impl Simulation {
             c.calls_windows.resize(n, 0);
             c.ops_windows.resize(n, 0);
         }
-        // the servers' windows are logged in one list, sized now for
-        // the windows their tasks are expected to run in
-        let want = self.windows_wanted(n);
-        self.busy_log = BusyLog::with_capacity(n, want.iter().fold(0, |a, &b| a.saturating_add(b)));
+        // the servers' windows are logged in one list, sized now
+        self.busy_log = BusyLog::with_capacity(n, self.windows_wanted(n));
         for d in &mut self.devices {
             d.bytes_windows.resize(n, 0);
         }
     }
 
-    /// The room to give each server's windows: those its tasks run in, as
-    /// estimated from their jobs: per task, one window per job it can
-    /// release in the run (`jobs_in_run`) and one more per window's worth
-    /// of their computing (the program's top-level `compute` steps), plus
-    /// one; at most `n`, the windows of the run. Preemption, loops and
-    /// blocking can take a task into more windows: the list then grows as
-    /// it fills (and a server without tasks gets no room until it runs).
-    /// It saves the copies of a list that doubles from four entries (200
-    /// servers with a median of 5 windows each: 50 us of a 0.5 ms run).
-    /// It only sizes the lists: no result depends on it (and the room is
-    /// at most the windows of the run, about twice what a dense list of
-    /// them took).
-    fn windows_wanted(&self, n: usize) -> Vec<usize> {
+    /// The room to give the busy-window log: the windows the servers'
+    /// tasks are expected to run in, from their jobs: per task, one window
+    /// per job it can release in the run (`jobs_in_run`) and one more per
+    /// window's worth of their computing (the program's top-level
+    /// `compute` steps), plus one; per server at most `n`, the windows of
+    /// the run. Preemption, loops and blocking can take a task into more
+    /// windows: the log then grows as it fills. It only sizes the log: no
+    /// result depends on it.
+    fn windows_wanted(&self, n: usize) -> usize {
         let dur = self.cfg.duration;
         let w = self.cfg.window.max(1);
         let mut want = vec![0usize; self.servers.len()];
@@ -378,7 +372,7 @@ impl Simulation {
             let est = jobs.saturating_add(busy).saturating_add(1);
             *x = x.saturating_add(usize::try_from(est).unwrap_or(n)).min(n);
         }
-        want
+        want.iter().fold(0, |all, &x| all.saturating_add(x))
     }
 
     /// Keep the first `n` metric windows (a run stopped early).
