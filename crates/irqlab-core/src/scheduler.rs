@@ -1392,30 +1392,30 @@ mod tests {
     }
 
     proptest! {
-            #![proptest_config(ProptestConfig::with_cases(256))]
-            /// `reserve` only sizes the tables: a scheduler built after it
-            /// returns the same and keeps the same state as one built without,
-            /// over random calls, and its server and thread tables and ready
-            /// heap never move (grow) once built (issue 20).
-            #[test]
-            fn reserve_changes_nothing_but_growth(
-                kinds in kinds(),
-                ops in proptest::collection::vec(op(), 1..400),
-            ) {
-                let mut plain = build(&kinds);
-                let mut sized = build_reserved(&kinds, true);
-                let built = (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers());
-                let mut now = 0u64;
-                for op in ops {
-                    if let Op::Advance(d) = op {
-                        now += d;
-                    }
-    prop_assert_eq!(apply(&mut plain, op, now), apply(&mut sized, op, now), "{:?} at {}", op, now);
-                    prop_assert_eq!(alloc::format!("{plain:?}"), alloc::format!("{sized:?}"));
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        /// `reserve` only sizes the tables: a scheduler built after it
+        /// returns the same and keeps the same state as one built without,
+        /// over random calls, and its server and thread tables and ready
+        /// heap never move (grow) once built (issue 20).
+        #[test]
+        fn reserve_changes_nothing_but_growth(
+            kinds in kinds(),
+            ops in proptest::collection::vec(op(), 1..400),
+        ) {
+            let mut plain = build(&kinds);
+            let mut sized = build_reserved(&kinds, true);
+            let built = (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers());
+            let mut now = 0u64;
+            for op in ops {
+                if let Op::Advance(d) = op {
+                    now += d;
                 }
-                prop_assert_eq!(built, (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers()));
+                prop_assert_eq!(apply(&mut plain, op, now), apply(&mut sized, op, now), "{:?} at {}", op, now);
+                prop_assert_eq!(alloc::format!("{plain:?}"), alloc::format!("{sized:?}"));
             }
+            prop_assert_eq!(built, (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers()));
         }
+    }
 
     proptest! {
         /// Packed keys order exactly as priority keys and keep the id;
