@@ -46,6 +46,7 @@
 
 use alloc::collections::{BTreeSet, VecDeque};
 use alloc::string::String;
+use alloc::vec;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
 
@@ -121,11 +122,15 @@ enum Place {
 type FpEntry = (Reverse<u32>, u64, usize);
 
 /// Threads of a fixed-priority server in dispatch order. Most servers have
-/// one or a few threads: a sorted vector (no allocation per wake-up, a
-/// binary search and a short move) up to `FP_SMALL` threads, an ordered set
-/// beyond, so a server with thousands of threads stays O(log n).
+/// one thread, or one runnable at a time: its entry is kept in place (no
+/// heap block, no pointer to follow on a wake-up, a decision or a block).
+/// A second runnable thread moves the queue to a sorted vector (a binary
+/// search and a short move) up to `FP_SMALL` threads, an ordered set
+/// beyond, so a server with thousands of threads stays O(log n). A queue
+/// never moves back: one that has held two stays a vector.
 #[derive(Clone, Debug)]
 enum FpQueue {
+    One(Option<FpEntry>),
     Small(Vec<FpEntry>),
     Large(BTreeSet<FpEntry>),
 }
@@ -133,16 +138,30 @@ enum FpQueue {
 const FP_SMALL: usize = 32;
 
 impl FpQueue {
+    #[inline(always)]
     fn first(&self) -> Option<&FpEntry> {
         match self {
+            FpQueue::One(e) => e.as_ref(),
             FpQueue::Small(v) => v.first(),
             FpQueue::Large(s) => s.first(),
         }
     }
+    /// The common case in line (an empty queue in place), the rest apart.
+    #[inline(always)]
     fn insert(&mut self, e: FpEntry) {
         match self {
-            // the common server with one thread: no search, no move
-            FpQueue::Small(v) if v.is_empty() => v.push(e),
+            FpQueue::One(x @ None) => *x = Some(e),
+            _ => self.insert_more(e),
+        }
+    }
+    #[inline(never)]
+    fn insert_more(&mut self, e: FpEntry) {
+        match self {
+            FpQueue::One(None) => *self = FpQueue::One(Some(e)),
+            FpQueue::One(Some(x)) => {
+                let x = *x;
+                *self = FpQueue::Small(if x < e { vec![x, e] } else { vec![e, x] });
+            }
             FpQueue::Small(v) => {
                 let pos = v.partition_point(|x| *x < e);
                 v.insert(pos, e);
@@ -155,13 +174,21 @@ impl FpQueue {
             }
         }
     }
+    #[inline(always)]
     fn remove(&mut self, e: &FpEntry) {
         match self {
-            FpQueue::Small(v) if v.len() == 1 => {
-                if v[0] == *e {
-                    v.clear();
+            FpQueue::One(x) => {
+                if x.as_ref() == Some(e) {
+                    *x = None;
                 }
             }
+            _ => self.remove_more(e),
+        }
+    }
+    #[inline(never)]
+    fn remove_more(&mut self, e: &FpEntry) {
+        match self {
+            FpQueue::One(_) => self.remove(e),
             FpQueue::Small(v) => {
                 if let Ok(p) = v.binary_search(e) {
                     v.remove(p);
@@ -346,7 +373,7 @@ impl Scheduler {
             return Err(CoreError::TooManyServers);
         }
         let runq = match threads {
-            ThreadPolicy::FixedPriority => RunQueue::Fp(FpQueue::Small(Vec::new())),
+            ThreadPolicy::FixedPriority => RunQueue::Fp(FpQueue::One(None)),
             ThreadPolicy::RoundRobin { quantum } => {
                 if quantum.is_zero() {
                     return Err(CoreError::ZeroQuantum);
@@ -935,13 +962,14 @@ impl Scheduler {
             && matches!(slot.place, Place::Idle)
             && current.is_none_or(|c| c.server != sid)
         {
-            if let RunQueue::Fp(FpQueue::Small(v)) = &mut slot.runq {
+            if let RunQueue::Fp(q) = &mut slot.runq {
+                // empty: `nrun` is its length
+                debug_assert!(q.first().is_none());
                 // Lines 2-4 of Alg. 2 (`unblock`, then `update_budget`;
                 // the sporadic server's Alg. 13 and 4): only when the
                 // server gets budget, else nothing changed yet. (An
                 // unbounded server's hooks do nothing.)
                 let got = match &mut slot.server {
-                    _ if !v.is_empty() => None,
                     Server::Sporadic(ss) => ss
                         .unblocked_idle(now)
                         .then(|| (ss.budget(), ss.key(), ss.tie())),
@@ -954,7 +982,7 @@ impl Scheduler {
                     stats.wakeups += 1;
                     *seq += 1;
                     slot.nrun = 1;
-                    v.push((Reverse(ts.priority), *seq, thread.0));
+                    q.insert((Reverse(ts.priority), *seq, thread.0));
                     ts.runnable = true;
                     ts.seq = *seq;
                     if budget.is_zero() {
@@ -1132,11 +1160,11 @@ impl Scheduler {
         let entry = (Reverse(ts.priority), ts.seq, thread.0);
         let slot = &mut servers[sid];
         slot.nrun -= 1;
-        if let (Some(c), RunQueue::Fp(FpQueue::Small(v))) = (*current, &mut slot.runq) {
-            if c.server == sid && v.len() == 1 && fast_paths() {
-                if v[0] == entry {
-                    v.clear();
-                }
+        if let (Some(c), RunQueue::Fp(q)) = (*current, &mut slot.runq) {
+            // the only runnable thread of the running server:
+            // `block_rest` would only take its entry out
+            if c.server == sid && slot.nrun == 0 && fast_paths() {
+                q.remove(&entry);
                 return Ok(c.thread == thread.0);
             }
         }
@@ -1414,6 +1442,45 @@ mod tests {
                 prop_assert_eq!(alloc::format!("{plain:?}"), alloc::format!("{sized:?}"));
             }
             prop_assert_eq!(built, (sized.servers.as_ptr(), sized.threads.as_ptr(), sized.ready.buffers()));
+        }
+    }
+
+    /// The entries of `q` in its order.
+    fn fp_entries(q: &FpQueue) -> Vec<FpEntry> {
+        match q {
+            FpQueue::One(e) => e.iter().copied().collect(),
+            FpQueue::Small(v) => v.clone(),
+            FpQueue::Large(s) => s.iter().copied().collect(),
+        }
+    }
+
+    proptest! {
+        /// A fixed-priority run queue in each of its forms (one entry in
+        /// place, a sorted vector, an ordered set) holds the entries of an
+        /// ordered set, in its order, over random insertions (of absent
+        /// entries, as a thread's is unique) and removals (of present and
+        /// absent ones); up to 120 entries, so every form and each change
+        /// of form is taken (issue 20).
+        #[test]
+        fn fp_queue_keeps_the_order_of_a_set(
+            ops in proptest::collection::vec(
+                (proptest::bool::weighted(0.7), 0u32..3, 0u64..20, 0usize..2),
+                1..300,
+            ),
+        ) {
+            let mut q = FpQueue::One(None);
+            let mut set = BTreeSet::new();
+            for (insert, p, seq, th) in ops {
+                let e = (Reverse(p), seq, th);
+                if !insert {
+                    q.remove(&e);
+                    set.remove(&e);
+                } else if set.insert(e) {
+                    q.insert(e);
+                }
+                prop_assert_eq!(q.first(), set.first());
+                prop_assert_eq!(fp_entries(&q), set.iter().copied().collect::<Vec<_>>());
+            }
         }
     }
 
