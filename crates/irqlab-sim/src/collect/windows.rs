@@ -190,7 +190,7 @@ impl BusyLog {
 /// of `u64` per window is written on every page (malloc's chunk headers,
 /// and some nonzero window on each page): about 80 page faults on the
 /// 200-task set, half of its setup time.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Debug)]
 pub(crate) struct BusyWindows {
     len: usize,
     nz: Vec<(usize, u64)>,
