@@ -22,6 +22,15 @@ the rounds. ``IRQLAB_FLOOR_BASE`` (a git revision, optional) also times the
 simulator and the core cycle at that revision in the same rounds (before /
 after figures): ``base_ratio_min_med_max`` is its distance from the floor.
 ``IRQLAB_FLOOR_CORE_ONLY=1`` runs the core-cycle figures only.
+
+Where valgrind is installed, each simulator set is also run once per side
+under callgrind (``figure: sim-vs-floor-instructions``): the instructions
+of the measured call alone (``--toggle-collect`` on ``irqlab_sim::simulate``
+and on the floor's ``run``) and their ratio. Unlike the times, these counts
+do not depend on the host's load or microarchitecture (the same binary and
+input give the same count), so they compare runs made on different
+machines or days; the times remain the figures the targets are stated in.
+``IRQLAB_FLOOR_NO_INSTRUCTIONS=1`` skips them.
 """
 
 from __future__ import annotations
@@ -29,6 +38,8 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -43,6 +54,10 @@ ROUNDS = int(os.environ.get("IRQLAB_BENCH_ROUNDS", "5"))
 BASE = os.environ.get("IRQLAB_FLOOR_BASE")
 CORE_ONLY = os.environ.get("IRQLAB_FLOOR_CORE_ONLY") == "1"
 CORE_SIZES = [1, 24, 1_000, 10_000]
+INSTRUCTIONS = os.environ.get("IRQLAB_FLOOR_NO_INSTRUCTIONS") != "1"
+# the measured call of each side of the runner (bench/sim_runner/main.rs)
+TOGGLE = {"floor": "sim_runner::floor::run"}
+TOGGLE_SIM = "irqlab_sim::simulate"
 
 
 def spread(xs: list[float], digits: int = 2) -> list[float]:
@@ -84,6 +99,8 @@ def main() -> int:
                             str(base_src)], check=True)
     if not CORE_ONLY:
         sim_vs_floor(runs, sets)
+        if INSTRUCTIONS:
+            instructions(runs, sets, work)
     core_vs_heap(runs)
     return 0
 
@@ -129,6 +146,46 @@ def sim_vs_floor(runs: dict[str, list[str]], sets: list[tuple[str, int, int, Pat
             row["base_warm_ratio_min_med_max"] = spread(
                 [a / b for a, b in zip(warm[str(f)]["base"], warm[str(f)]["floor"],
                                        strict=True)])
+        print(json.dumps(row), flush=True)
+
+
+def callgrind(cmd: list[str], toggle: str, out: Path) -> int | None:
+    """Instructions of the calls of ``toggle`` in one run of ``cmd`` under
+    callgrind; None if none were collected (the function was inlined)."""
+    res = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                          f"--toggle-collect={toggle}", *cmd],
+                         check=True, capture_output=True, text=True)
+    m = re.search(r"Collected : (\d+)", res.stderr)
+    n = int(m.group(1)) if m else 0
+    return n or None
+
+
+def over(count: int | None, floor: int | None) -> float | None:
+    """``count / floor`` to three places, if both were collected."""
+    return round(count / floor, 3) if count and floor else None
+
+
+def instructions(runs: dict[str, list[str]], sets: list[tuple[str, int, int, Path]],
+                 work: Path) -> None:
+    """Each set once per side under callgrind: the measured call's
+    instructions, and irqlab's (and the base's) over the floor's."""
+    if shutil.which("valgrind") is None:
+        print(json.dumps({"figure": "sim-vs-floor-instructions",
+                          "skipped": "valgrind is not installed"}), flush=True)
+        return
+    out = work / "callgrind.out"
+    for name, n, cpus, f in sets:
+        counts = {rev: callgrind(cmd + [str(f)], TOGGLE.get(rev, TOGGLE_SIM), out)
+                  for rev, cmd in runs.items()}
+        floor = counts["floor"]
+        row: dict[str, object] = {
+            "figure": "sim-vs-floor-instructions", "system": name, "tasks": n,
+            "cpus": cpus, "irqlab": counts["irqlab"], "floor": floor,
+            "ratio": over(counts["irqlab"], floor)}
+        if BASE:
+            row["base"] = BASE
+            row["base_instructions"] = counts["base"]
+            row["base_ratio"] = over(counts["base"], floor)
         print(json.dumps(row), flush=True)
 
 
