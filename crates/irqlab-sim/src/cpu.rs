@@ -327,7 +327,7 @@ impl Simulation {
     /// timer, `settle_from`; a CPU marked by an event, `settle`): the
     /// first mostly finds a step done, the second mostly a wake-up, and
     /// each copy's branches are predicted apart -- 4 % less time on 10 RM
-    /// tasks for 2 % more instructions (issue 20, docs/performance.md).
+    /// tasks for 2 % more instructions (issue 20, docs/performance-log.md).
     #[inline(always)]
     pub(crate) fn kick(&mut self, c: usize) -> Result<(), SimError> {
         let now = self.now;

@@ -23,7 +23,7 @@
 //!   a task goes to the queue. The machine takes the earliest of the
 //!   three (`earliest`), again in exactly one queue's order. Fewer tasks
 //!   fit in the sorted vector; more make the tree's replay dearer than
-//!   the radix heap (docs/performance.md, rel20v10).
+//!   the radix heap (docs/performance-log.md, rel20v10).
 
 use std::collections::VecDeque;
 
@@ -194,7 +194,7 @@ const SMALL_BACK: usize = 8;
 
 /// The most tasks whose pending releases are kept in `Slots` (more than
 /// `SMALL`, up to this many; past it they stay in the radix heap). Where
-/// the slots stop winning, measured on one CPU (docs/performance.md,
+/// the slots stop winning, measured on one CPU (docs/performance-log.md,
 /// rel20v10; `partitioned(1, n)` sets, slots for every size against the
 /// radix heap, time ratio per round, medians of 101 rounds): 384 tasks
 /// 0.933, 512 tasks 0.951 (a 512-leaf tree, 9 levels); 640 tasks 1.003,
@@ -289,7 +289,7 @@ impl Slots {
 /// radix heap on the integer time (below). Both give exactly the (time, posting) order;
 /// the sorted vector replaced the radix heap for small sets, where each
 /// pop of the heap moved every pending event of its lowest bucket (issue
-/// 20, docs/performance.md).
+/// 20, docs/performance-log.md).
 ///
 /// The radix heap (the times popped never decrease: an event is posted at
 /// or after the instant being handled). An event whose time equals `last`,
