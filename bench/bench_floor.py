@@ -28,8 +28,9 @@ under callgrind (``figure: sim-vs-floor-instructions``): the instructions
 of the measured call alone (``--toggle-collect`` on ``irqlab_sim::simulate``
 and on the floor's ``run``) and their ratio. Unlike the times, these counts
 do not depend on the host's load or microarchitecture (the same binary and
-input give the same count), so they compare runs made on different
-machines or days; the times remain the figures the targets are stated in.
+command line give the same count; other file paths move it by about
+0.05 %), so they compare runs made on different machines or days; the
+times remain the figures the targets are stated in.
 ``IRQLAB_FLOOR_NO_INSTRUCTIONS=1`` skips them.
 """
 
