@@ -121,6 +121,21 @@ impl SporadicServer {
         self.queue.len()
     }
 
+    /// Since when the whole budget `C` has been available, if it is: the
+    /// server used nothing since its last charge and its latest
+    /// replenishment is due at or before `now`. The queue's amounts sum to
+    /// `C` after every hook (module doc) and it is sorted by time, so this
+    /// is its last entry's time, read in O(1) -- not a scan of `V_R`
+    /// (issue 20: the simulator asks after every decision while a
+    /// backlogged server waits for its whole budget, `sporadic_whole`).
+    #[inline]
+    pub fn whole_budget_since(&self, now: Nanos) -> Option<Nanos> {
+        if !self.usage.is_zero() {
+            return None;
+        }
+        self.queue.back().map(|r| r.time).filter(|&t| t <= now)
+    }
+
     /// `add(V_R, r)`: insert keeping time order (after equal times).
     fn add(&mut self, r: Replenishment) {
         self.ops += 1;
@@ -405,7 +420,8 @@ impl SporadicServer {
         }
     }
 
-    /// Sum of queued replenishment amounts (== C, the invariant).
+    /// Sum of queued replenishment amounts (== C, the invariant; a scan of
+    /// `V_R`, for checks).
     pub fn queued_sum(&self) -> Nanos {
         self.queue.iter().fold(Nanos::ZERO, |a, r| a + r.amount)
     }

@@ -52,7 +52,7 @@ fn workload_bound(c: u64, t: u64, l: u64) -> u64 {
     c * (x / t) + c.min(x % t)
 }
 
-fn check_sporadic_invariants(sched: &Scheduler) {
+fn check_sporadic_invariants(sched: &Scheduler, now: u64) {
     for i in 0..sched.num_servers() {
         if let Ok(Server::Sporadic(ss)) = sched.server(ServerId(i)) {
             // The invariant Quest's own source asserts.
@@ -64,6 +64,14 @@ fn check_sporadic_invariants(sched: &Scheduler) {
             assert!(ss.queue_len() <= ss.max_repl());
             let times: Vec<Nanos> = ss.replenishments().map(|r| r.time).collect();
             assert!(times.windows(2).all(|w| w[0] <= w[1]), "queue not sorted");
+            // The O(1) read equals its definition by a scan of the queue:
+            // nothing used, the amounts sum to C, the latest one is due.
+            let now = Nanos(now);
+            let scanned = (ss.usage().is_zero() && ss.queued_sum() == ss.capacity_c())
+                .then(|| times.iter().copied().max())
+                .flatten()
+                .filter(|&t| t <= now);
+            assert_eq!(ss.whole_budget_since(now), scanned, "whole budget at {now}");
         }
     }
 }
@@ -84,7 +92,7 @@ proptest! {
         let v = s.add_server("ss", sporadic(c, t, max_repl), ThreadPolicy::FixedPriority).unwrap();
         let th = s.add_thread("w", v, 1).unwrap();
         let horizon = 40 * t;
-        let segs = run(&mut s, arrivals(th, &raw, None), &[], horizon, &mut |sch, _| check_sporadic_invariants(sch));
+        let segs = run(&mut s, arrivals(th, &raw, None), &[], horizon, &mut |sch, now| check_sporadic_invariants(sch, now));
         prop_assert!(max_window(&segs, v, t) <= c, "consumed {} > C = {} in a window of T = {}", max_window(&segs, v, t), c, t);
         // no server runs with zero budget outside background mode
         prop_assert!(segs.iter().all(|x| !x.background));
@@ -114,7 +122,7 @@ proptest! {
             ids.push(v);
         }
         let horizon = 30 * servers.iter().map(|s| s.1).max().unwrap_or(1);
-        let segs = run(&mut s, all, &[], horizon, &mut |sch, _| check_sporadic_invariants(sch));
+        let segs = run(&mut s, all, &[], horizon, &mut |sch, now| check_sporadic_invariants(sch, now));
         for (i, &(c, t)) in servers.iter().enumerate() {
             let l = len_factor * t;
             let got = max_window(&segs, ids[i], l);

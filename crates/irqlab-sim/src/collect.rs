@@ -8,7 +8,7 @@
 //!   the end.
 //! * Integers while counting; floats only in the final statistics.
 
-use irqlab_core::{LatencyStats, Server, ServerId};
+use irqlab_core::{LatencyStats, Nanos, Server, ServerId};
 
 use crate::config::{InterruptPath, Phase, PolicyCfg};
 use crate::machine::{jobs_in_run, Simulation};
@@ -126,11 +126,8 @@ impl Simulation {
                 return false;
             };
             if let Ok(Server::Sporadic(ss)) = cpu.sched.server(s.local) {
-                if ss.usage().is_zero() && ss.queued_sum() == ss.capacity_c() {
-                    let last_due = ss.replenishments().map(|r| r.time.as_ns()).max();
-                    if let Some(t) = last_due.filter(|&t| t <= now) {
-                        sp.whole_since(t);
-                    }
+                if let Some(t) = ss.whole_budget_since(Nanos(now)) {
+                    sp.whole_since(t.as_ns());
                 }
             }
             s.whole_watched = sp.wants_whole();
