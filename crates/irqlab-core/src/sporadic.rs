@@ -121,19 +121,21 @@ impl SporadicServer {
         self.queue.len()
     }
 
-    /// Since when the whole budget `C` has been available, if it is: the
-    /// server used nothing since its last charge and its latest
-    /// replenishment is due at or before `now`. The queue's amounts sum to
-    /// `C` after every hook (module doc) and it is sorted by time, so this
-    /// is its last entry's time, read in O(1) -- not a scan of `V_R`
-    /// (issue 20: the simulator asks after every decision while a
-    /// backlogged server waits for its whole budget, `sporadic_whole`).
+    /// From when the whole budget `C` is available if the server uses
+    /// nothing meanwhile: `None` while usage is charged against the head
+    /// replenishment, else the latest replenishment's time. The queue's
+    /// amounts sum to `C` after every hook (module doc) and it is sorted by
+    /// time, so this is its last entry, read in O(1) -- not a scan of
+    /// `V_R` (issue 20: the simulator asks while a backlogged server waits
+    /// for its whole budget, `sporadic_whole`). Only this server's hooks
+    /// change it: `end_timeslice` and `unblock` (`update_budget` reads the
+    /// queue, it does not change it).
     #[inline]
-    pub fn whole_budget_since(&self, now: Nanos) -> Option<Nanos> {
+    pub fn whole_budget_from(&self) -> Option<Nanos> {
         if !self.usage.is_zero() {
             return None;
         }
-        self.queue.back().map(|r| r.time).filter(|&t| t <= now)
+        self.queue.back().map(|r| r.time)
     }
 
     /// `add(V_R, r)`: insert keeping time order (after equal times).

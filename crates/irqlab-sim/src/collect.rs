@@ -41,8 +41,18 @@ pub(crate) struct ServerInfo {
     /// none, so a server's state stays small (10,000 servers: 1.4 MB, not
     /// 4.6 MB, of memory touched, in cache and faulted in).
     pub(crate) supply: Option<Box<VcpuSupply>>,
-    /// In its CPU's `whole_watch`.
+    /// In its CPU's `whole_watch` (it stays there, unlooked at, while
+    /// `whole_from` is in the future, even if it no longer waits).
     pub(crate) whole_watched: bool,
+    /// `sporadic_whole` need not look at this server before this time:
+    /// when it last looked, the core's `whole_budget_from` was this (the
+    /// time from which the whole budget is available; `u64::MAX`: not
+    /// before the server runs again), and the server's core state has not
+    /// changed since. 0: look at the next decision. Reset to 0 wherever
+    /// the core may change it: a decision that ends the server's slice
+    /// (`dispatch`) and a wake-up or block of its threads
+    /// (`note_backlog_of`).
+    pub(crate) whole_from: u64,
     /// Its last metric window with busy time (the earlier ones are in
     /// `Simulation::busy_log`; together they become its `share_windows`).
     pub(crate) open_window: OpenWindow,
@@ -72,6 +82,7 @@ impl ServerInfo {
             ops_seen: 0,
             supply: supply.map(Box::new),
             whole_watched: false,
+            whole_from: 0,
             open_window: OpenWindow::default(),
             sporadic: false,
         }
@@ -116,23 +127,50 @@ fn per_window(n: usize, w: u64, dur: u64, mut f: impl FnMut(usize, u64) -> f64) 
 impl Simulation {
     /// After a decision on CPU `c`: a backlogged sporadic server whose
     /// every replenishment is due and that used nothing since has its whole
-    /// budget (VCPU response times, `supply`).
-    pub(crate) fn sporadic_whole(&mut self, c: usize, now: u64) {
+    /// budget (VCPU response times, `supply`). `prev`: the server whose
+    /// slice the decision ended (its hooks ran). A watched server is looked
+    /// at only once its `whole_from` has come: the answer is the same as
+    /// asking the core at every decision, without the asking (issue 20).
+    /// The servers are independent, so the watch list's order does not
+    /// matter (one that stops waiting is swapped out).
+    /// (Out of line: plain task sets have no watched server, and their
+    /// `dispatch` stays as small as without it.)
+    #[inline(never)]
+    pub(crate) fn sporadic_whole(&mut self, c: usize, now: u64, prev: Option<usize>) {
+        if let Some(g) = prev {
+            self.servers[g].whole_from = 0;
+        }
         let cpu = &mut self.cpus[c];
-        let servers = &mut self.servers;
-        cpu.whole_watch.retain(|&g| {
-            let s = &mut servers[g];
-            let Some(sp) = s.supply.as_mut() else {
-                return false;
-            };
-            if let Ok(Server::Sporadic(ss)) = cpu.sched.server(s.local) {
-                if let Some(t) = ss.whole_budget_since(Nanos(now)) {
-                    sp.whole_since(t.as_ns());
+        let mut i = 0;
+        while let Some(&g) = cpu.whole_watch.get(i) {
+            let s = &mut self.servers[g];
+            if now < s.whole_from {
+                #[cfg(feature = "checks")]
+                if let Ok(Server::Sporadic(ss)) = cpu.sched.server(s.local) {
+                    let core = ss.whole_budget_from().map_or(u64::MAX, Nanos::as_ns);
+                    assert_eq!(core, s.whole_from, "server {g}'s whole_from at {now}");
+                }
+                i += 1;
+                continue;
+            }
+            s.whole_from = u64::MAX;
+            if let (Some(sp), Ok(Server::Sporadic(ss))) =
+                (s.supply.as_mut(), cpu.sched.server(s.local))
+            {
+                if let Some(t) = ss.whole_budget_from().map(Nanos::as_ns) {
+                    if t <= now {
+                        sp.whole_since(t);
+                    }
+                    s.whole_from = t;
                 }
             }
-            s.whole_watched = sp.wants_whole();
-            s.whole_watched
-        });
+            s.whole_watched = s.supply.as_ref().is_some_and(|sp| sp.wants_whole());
+            if s.whole_watched {
+                i += 1;
+            } else {
+                cpu.whole_watch.swap_remove(i);
+            }
+        }
     }
 
     /// Tell the server of thread `t` whether it is backlogged now (only
@@ -146,6 +184,9 @@ impl Simulation {
     }
 
     fn note_backlog_of(&mut self, g: usize) {
+        // (after a wake-up or block of its thread: the core's hooks may
+        // have changed its replenishments)
+        self.servers[g].whole_from = 0;
         let s = &self.servers[g];
         let c = s.cpu;
         let backlogged = self.cpus[c].sched.is_runnable(s.local).unwrap_or(false);

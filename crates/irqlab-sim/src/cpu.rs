@@ -256,6 +256,7 @@ impl Simulation {
                         sp.run(from, now);
                         if sp.wants_whole() && !s.whole_watched {
                             s.whole_watched = true;
+                            s.whole_from = 0;
                             cpu.whole_watch.push(th.server);
                         }
                     }
@@ -471,7 +472,7 @@ impl Simulation {
             }
         }
         if !self.cpus[c].whole_watch.is_empty() {
-            self.sporadic_whole(c, now);
+            self.sporadic_whole(c, now, prev);
         }
         let cpu = &mut self.cpus[c];
         cpu.need_resched = false;
