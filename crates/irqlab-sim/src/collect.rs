@@ -59,6 +59,9 @@ pub(crate) struct ServerInfo {
     /// A sporadic server (its replenishment-queue statistics are read at
     /// each dispatch it leaves); set when the server is added.
     pub(crate) sporadic: bool,
+    /// Threads it runs (tasks and bottom halves; counted as they are
+    /// added): the priority changes of a server switch (`switch_thread`).
+    pub(crate) threads: u64,
 }
 
 impl ServerInfo {
@@ -85,6 +88,7 @@ impl ServerInfo {
             whole_from: 0,
             open_window: OpenWindow::default(),
             sporadic: false,
+            threads: 0,
         }
     }
 }

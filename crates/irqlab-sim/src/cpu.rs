@@ -558,10 +558,7 @@ impl Simulation {
         }
         let (old, new) = (self.threads[p].server, self.threads[t].server);
         let changed = if quest && old != new {
-            self.threads
-                .iter()
-                .filter(|th| th.server == old || th.server == new)
-                .count() as u64
+            self.servers[old].threads + self.servers[new].threads
         } else {
             0
         };

@@ -130,6 +130,7 @@ impl Simulation {
                 response: LatencyStats::new(),
                 completions: Vec::new(),
             });
+            self.servers[t.server].threads += 1;
             self.threads.push(Thread {
                 name: std::mem::take(&mut t.name),
                 cpu,

@@ -58,6 +58,12 @@ pub(crate) struct DeviceState {
     /// USB echo IN endpoint: echoed transfers available, readers waiting.
     pub(crate) echo_credit: u64,
     pub(crate) echo_waiters: VecDeque<(usize, u64)>,
+    /// The USB echo endpoints of this OUT endpoint (`echo_of`), and the
+    /// virtual interrupts of this physical device (`virqs[].phys`), in
+    /// index order: found at setup, so an event looks at its own, not at
+    /// every device or virtual interrupt (issue 20).
+    pub(crate) echoes: Vec<usize>,
+    pub(crate) virqs: Vec<usize>,
 }
 
 pub(crate) fn default_event_buffer() -> usize {
@@ -93,8 +99,25 @@ impl Simulation {
                 usb_queue: VecDeque::new(),
                 echo_credit: 0,
                 echo_waiters: VecDeque::new(),
+                echoes: Vec::new(),
+                virqs: Vec::new(),
             })
             .collect();
+        for (e, dc) in self.cfg.devices.iter().enumerate() {
+            if let DeviceKind::Usb {
+                echo_of: Some(o), ..
+            } = dc.kind
+            {
+                if let Some(out) = self.devices.get_mut(o) {
+                    out.echoes.push(e);
+                }
+            }
+        }
+        for (v, vc) in self.cfg.virqs.iter().enumerate() {
+            if let Some(phys) = self.devices.get_mut(vc.phys) {
+                phys.virqs.push(v);
+            }
+        }
     }
 
     /// Post the next arrival of device `d` (superseding any pending one).

@@ -140,13 +140,11 @@ impl Simulation {
             return;
         };
         // an echo device returns what was written to this OUT endpoint
-        for e in 0..self.cfg.devices.len() {
-            if matches!(self.cfg.devices[e].kind, DeviceKind::Usb { echo_of: Some(o), .. } if o == d)
-            {
-                match self.devices[e].echo_waiters.pop_front() {
-                    Some((reader, since)) => self.usb_submit(e, reader, since),
-                    None => self.devices[e].echo_credit += 1,
-                }
+        for k in 0..self.devices[d].echoes.len() {
+            let e = self.devices[d].echoes[k];
+            match self.devices[e].echo_waiters.pop_front() {
+                Some((reader, since)) => self.usb_submit(e, reader, since),
+                None => self.devices[e].echo_credit += 1,
             }
         }
         let period = self.servers[self.threads[thread].server].period;

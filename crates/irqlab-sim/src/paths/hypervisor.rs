@@ -154,10 +154,8 @@ impl Simulation {
         d: usize,
         arrival: u64,
     ) -> Result<(), SimError> {
-        for v in 0..self.cfg.virqs.len() {
-            if self.cfg.virqs[v].phys != d {
-                continue;
-            }
+        for k in 0..self.devices[d].virqs.len() {
+            let v = self.devices[d].virqs[k];
             self.virqs[v].arrivals += 1;
             let target = self.cfg.servers[self.cfg.virqs[v].vcpu].cpu;
             if target != c && self.cfg.ipi > 0 {

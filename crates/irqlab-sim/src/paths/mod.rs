@@ -99,6 +99,7 @@ impl Simulation {
             .map_err(core_err(what))?;
         let t = self.threads.len();
         self.cpus[cpu].threads.push(t);
+        self.servers[server].threads += 1;
         self.threads
             .push(Thread::bottom_half(name, cpu, server, core));
         Ok(t)
