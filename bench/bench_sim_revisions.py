@@ -34,7 +34,9 @@ GOLDEN = ROOT / "crates/irqlab-sim/tests/golden"
 SYSTEMS = [
     "scenario-usb-priority-inversion-000",
     "scenario-usb-mode-change-000",
+    "scenario-usb-roundtrip-000",
     "scenario-vint-case-000",
+    "exp-vint-kvm-storm-003",
     "exp-quest-pibs-vs-ss-000",
 ]
 
