@@ -61,7 +61,8 @@ pub(crate) struct ServerInfo {
     pub(crate) sporadic: bool,
     /// Threads it runs (tasks and bottom halves; counted as they are
     /// added): the priority changes of a server switch (`switch_thread`).
-    pub(crate) threads: u64,
+    /// (`u32`: it sits in the padding after the flags.)
+    pub(crate) threads: u32,
 }
 
 impl ServerInfo {

@@ -558,7 +558,7 @@ impl Simulation {
         }
         let (old, new) = (self.threads[p].server, self.threads[t].server);
         let changed = if quest && old != new {
-            self.servers[old].threads + self.servers[new].threads
+            u64::from(self.servers[old].threads) + u64::from(self.servers[new].threads)
         } else {
             0
         };
