@@ -30,6 +30,8 @@ pub mod boot;
 pub mod cmdline;
 pub mod cpu;
 pub mod mem;
+pub mod run;
+pub mod sched;
 pub mod serial;
 
 #[global_allocator]
@@ -97,11 +99,33 @@ extern "C" fn trap_entry(f: &mut cpu::TrapFrame) {
         kprintln!("WATCHDOG: still running at {} ns (rip {:#x})", now, f.rip);
         exit(EXIT_FAIL);
     }
-    if v == u64::from(apic::VEC_TIMER) {
+    // SAFETY: interrupts off (trap).
+    let Some(k) = (unsafe { sched::KERNEL.get() }).as_mut() else {
+        // no run started (the self-tests): only the watchdog's tick
         apic::eoi();
         apic::arm_at(now, u64::MAX);
+        return;
+    };
+    k.enter(f, now);
+    if v == u64::from(apic::VEC_TIMER) {
+        apic::eoi();
+        k.timer_irqs += 1;
+        // SAFETY: interrupts off (trap).
+        let armed = unsafe { apic::CLOCK.get().armed_at };
+        k.timer_late_max = k.timer_late_max.max(now.saturating_sub(armed));
+    } else if v == u64::from(cpu::VEC_CALL) {
+        sched::call(k, f, now);
     }
+    // SAFETY: interrupts off (trap).
+    let end = unsafe { RUN_END.get() };
+    if now >= end.1 {
+        run::finish(k, end.0, now);
+    }
+    k.resched(f, now);
 }
+
+/// The run's start and end (ns).
+static RUN_END: KCell<(u64, u64)> = KCell::new((0, u64::MAX));
 
 fn fatal_exception(f: &cpu::TrapFrame) -> ! {
     kprintln!(
@@ -138,6 +162,14 @@ extern "C" fn kmain(start_info: u32) -> ! {
     let watchdog = args.num("watchdog_ms").unwrap_or(10_000);
     apic::set_watchdog(apic::now() + watchdog * 1_000_000);
     selftest(&args);
+    match args.get("run") {
+        Some("sched") => start_sched(&args),
+        Some("boot") | None => {}
+        Some(other) => {
+            kprintln!("unknown run \"{}\"", other);
+            exit(EXIT_FAIL)
+        }
+    }
     let mut v = alloc::vec::Vec::new();
     for i in 0..1000u64 {
         v.push(i * i);
@@ -152,6 +184,38 @@ extern "C" fn kmain(start_info: u32) -> ! {
         carved
     );
     exit(EXIT_PASS)
+}
+
+/// Starts `run=sched` (see `run`): never returns; the timer ends the run.
+fn start_sched(args: &cmdline::Args) -> ! {
+    sched::init(args.has("falsify", "no-enforce"));
+    if args.has("debug", "runs") {
+        run::DUMP_RUNS.store(1, core::sync::atomic::Ordering::Relaxed);
+    }
+    let k = sched::kernel();
+    if let Err(e) = run::setup_sched(k) {
+        kprintln!("setup failed: {}", e);
+        exit(EXIT_FAIL);
+    }
+    let now = apic::now();
+    let dur = args.num("duration_ms").unwrap_or(300) * 1_000_000;
+    // SAFETY: interrupts still off.
+    unsafe { *RUN_END.get() = (now, now + dur) };
+    kprintln!(
+        "run=sched: {} VCPUs, {} threads, {} ms",
+        k.vcpus.len(),
+        k.threads.len(),
+        dur / 1_000_000
+    );
+    // The first decision happens in the first trap: a timer due now.
+    apic::arm_at(now, now);
+    // SAFETY: the boot stack becomes the idle loop's until the first trap
+    // switches away (it is never returned to).
+    unsafe { core::arch::asm!("sti") };
+    loop {
+        // SAFETY: waits for interrupts.
+        unsafe { core::arch::asm!("hlt") };
+    }
 }
 
 /// `selftest=...`: deliberate faults that show the exception report and

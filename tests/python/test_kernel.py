@@ -60,3 +60,52 @@ def test_watchdog_ends_a_hung_kernel(kernel: Path) -> None:
     rc, out = boot(kernel, "selftest=hang watchdog_ms=300")
     assert rc == FAIL, out
     assert "WATCHDOG: still running at" in out, out
+
+
+ICOUNT = ["-icount", "shift=2,sleep=off"]  # emulated time, deterministic
+TOLERANCE_NS = 50_000  # enforcement granularity (kernel/src/run.rs BUDGET_TOLERANCE_NS)
+
+
+def records(out: str, tag: str) -> list[dict[str, str]]:
+    """The `tag key=value ...` lines the kernel printed."""
+    rows = []
+    for line in out.splitlines():
+        if line.startswith(tag + " "):
+            rows.append(dict(w.split("=", 1) for w in line.split()[1:] if "=" in w))
+    return rows
+
+
+def budget_violations(out: str) -> list[str]:
+    """Main VCPUs whose guest-measured CPU time in some period exceeds C
+    (plus the tolerance), or in some window of length T exceeds 2C (a
+    periodic task run back to back), or that got under 90% of C in a period
+    although CPU-bound."""
+    bad = []
+    for v in records(out, "vcpu"):
+        c = int(v["budget_ns"])
+        if int(v["period_max_ns"]) > c + TOLERANCE_NS:
+            bad.append(f"{v['name']}: {v['period_max_ns']} ns in a period, budget {c}")
+        if int(v["window_max_ns"]) > 2 * c + TOLERANCE_NS:
+            bad.append(f"{v['name']}: {v['window_max_ns']} ns in a window of one period")
+        if int(v["period_min_ns"]) * 10 < 9 * c:
+            bad.append(f"{v['name']}: only {v['period_min_ns']} ns in a period, budget {c}")
+    return bad
+
+
+def test_main_vcpus_never_exceed_their_budget_per_period(kernel: Path) -> None:
+    rc, out = boot(kernel, "run=sched duration_ms=300", ICOUNT)
+    assert rc == PASS, out
+    vcpus = records(out, "vcpu")
+    assert [v["name"] for v in vcpus] == ["main0", "main1", "main2"], out
+    # 300 ms of 10, 20 and 50 ms periods, whole periods only
+    assert [int(v["periods"]) for v in vcpus] == [30, 15, 6], out
+    assert budget_violations(out) == [], out
+    assert "fpu_errors=0" in out and "core_errors=0" in out, out
+
+
+def test_budget_check_fails_without_enforcement(kernel: Path) -> None:
+    """The falsifier: the timer not armed at the core's next_update."""
+    rc, out = boot(kernel, "run=sched duration_ms=300 falsify=no-enforce", ICOUNT)
+    assert rc == FAIL, out
+    bad = budget_violations(out)
+    assert any("main0" in b and "in a period" in b for b in bad), out
