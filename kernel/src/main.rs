@@ -30,9 +30,12 @@ pub mod boot;
 pub mod cmdline;
 pub mod cpu;
 pub mod mem;
+pub mod pci;
 pub mod run;
 pub mod sched;
 pub mod serial;
+pub mod usb;
+pub mod xhci;
 
 #[global_allocator]
 static HEAP: mem::KernelHeap = mem::KernelHeap;
@@ -114,7 +117,14 @@ extern "C" fn trap_entry(f: &mut cpu::TrapFrame) {
         let armed = unsafe { apic::CLOCK.get().armed_at };
         k.timer_late_max = k.timer_late_max.max(now.saturating_sub(armed));
     } else if v == u64::from(cpu::VEC_CALL) {
-        sched::call(k, f, now);
+        if !sched::call(k, f, now) {
+            run::usb_call(k, f, now);
+        }
+    } else if (u64::from(xhci::VEC_XHCI0)..u64::from(xhci::VEC_XHCI0) + xhci::MAX_INTRS as u64).contains(&v) {
+        if let Some(u) = usb::usb() {
+            u.top_half(k, (v - u64::from(xhci::VEC_XHCI0)) as usize, now);
+        }
+        apic::eoi();
     }
     // SAFETY: interrupts off (trap).
     let end = unsafe { RUN_END.get() };
@@ -125,7 +135,7 @@ extern "C" fn trap_entry(f: &mut cpu::TrapFrame) {
 }
 
 /// The run's start and end (ns).
-static RUN_END: KCell<(u64, u64)> = KCell::new((0, u64::MAX));
+pub static RUN_END: KCell<(u64, u64)> = KCell::new((0, u64::MAX));
 
 fn fatal_exception(f: &cpu::TrapFrame) -> ! {
     kprintln!(
@@ -164,6 +174,7 @@ extern "C" fn kmain(start_info: u32) -> ! {
     selftest(&args);
     match args.get("run") {
         Some("sched") => start_sched(&args),
+        Some("usb") => start_usb(&args),
         Some("boot") | None => {}
         Some(other) => {
             kprintln!("unknown run \"{}\"", other);
@@ -211,6 +222,38 @@ fn start_sched(args: &cmdline::Args) -> ! {
     apic::arm_at(now, now);
     // SAFETY: the boot stack becomes the idle loop's until the first trap
     // switches away (it is never returned to).
+    unsafe { core::arch::asm!("sti") };
+    loop {
+        // SAFETY: waits for interrupts.
+        unsafe { core::arch::asm!("hlt") };
+    }
+}
+
+/// Starts `run=usb` (see `usb` and `run`): enumerates, then readers,
+/// bottom halves and a CPU-bound VCPU run until every read is done.
+fn start_usb(args: &cmdline::Args) -> ! {
+    sched::init(args.has("falsify", "no-enforce"));
+    if let Err(e) = usb::init(apic::lapic_id(), args.has("falsify", "int0")) {
+        kprintln!("usb: {}", e);
+        exit(EXIT_FAIL);
+    }
+    let k = sched::kernel();
+    let reads = args.num("reads").unwrap_or(100);
+    if let Err(e) = run::setup_usb(k, reads, !args.has("rebind", "off")) {
+        kprintln!("setup failed: {}", e);
+        exit(EXIT_FAIL);
+    }
+    let now = apic::now();
+    // SAFETY: interrupts still off.
+    unsafe { *RUN_END.get() = (now, u64::MAX) };
+    kprintln!(
+        "run=usb: {} VCPUs, {} threads, {} reads per fd",
+        k.vcpus.len(),
+        k.threads.len(),
+        reads
+    );
+    apic::arm_at(now, now);
+    // SAFETY: as in `start_sched`.
     unsafe { core::arch::asm!("sti") };
     loop {
         // SAFETY: waits for interrupts.

@@ -15,7 +15,7 @@
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::sched::{self, Kernel, VcpuKind};
-use crate::{kprintln, EXIT_FAIL, EXIT_PASS};
+use crate::{kprintln, KCell, EXIT_FAIL, EXIT_PASS};
 
 pub const MAX_HOGS: usize = 8;
 static HOG_ITERS: [AtomicU64; MAX_HOGS] = [const { AtomicU64::new(0) }; MAX_HOGS];
@@ -68,6 +68,13 @@ pub fn setup_sched(k: &mut Kernel) -> Result<(), irqlab_core::CoreError> {
 
 /// Prints the summary and the checks; exits QEMU.
 pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
+    finish_with(k, start, now, true, 90)
+}
+
+/// The scheduling summary and checks (`ok_before`: the run's own checks;
+/// `served_pct`: the share of `C` a CPU-bound Main VCPU must get in every
+/// period, 0 to only report it).
+pub fn finish_with(k: &mut Kernel, start: u64, now: u64, ok_before: bool, served_pct: u64) -> ! {
     let dur = now - start;
     kprintln!(
         "sched: duration_ns={} resched={} timer_irqs={} timer_late_max_ns={} core_errors={} switches={}",
@@ -81,7 +88,7 @@ pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
     if let Some(e) = &k.last_core_error {
         kprintln!("sched: last core error: {}", e);
     }
-    let mut ok = k.core_errors == 0;
+    let mut ok = ok_before && k.core_errors == 0;
     for v in &k.vcpus {
         let VcpuKind::Main { budget, period } = v.kind else {
             continue;
@@ -94,15 +101,20 @@ pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
             }
         }
         // Per period: at most C (plus the enforcement tolerance), and under
-        // overload at least 90% of C (the rest is the kernel's own time,
-        // charged to the server it interrupted). Any window of length T:
+        // overload at least `served_pct` of C: the rest is the kernel's own
+        // time -- traps, top halves -- charged to the server it interrupted
+        // (QUEST-VCPU runs top halves in the interrupted VCPU): under 1% in
+        // run=sched, about 20% under run=usb's interrupt load, where it is
+        // only reported. Any window of length T:
         // at most 2C, as a periodic task run back to back (DESIGN §13).
-        let within = pmax <= budget + BUDGET_TOLERANCE_NS && mw <= 2 * budget + BUDGET_TOLERANCE_NS;
-        let served = periods > 0 && pmin * 10 >= budget * 9;
+        let within =
+            (!v.cpu_bound || pmax <= budget + BUDGET_TOLERANCE_NS) && mw <= 2 * budget + BUDGET_TOLERANCE_NS;
+        let served = !v.cpu_bound || (periods > 0 && pmin * 100 >= budget * served_pct);
         ok &= within && served;
         kprintln!(
-            "vcpu name={} budget_ns={} period_ns={} periods={} intervals={} consumed_ns={} period_max_ns={} period_min_ns={} window_max_ns={} within_budget={} served={}",
+            "vcpu name={} cpu_bound={} budget_ns={} period_ns={} periods={} intervals={} consumed_ns={} period_max_ns={} period_min_ns={} window_max_ns={} within_budget={} served={}",
             v.name,
+            v.cpu_bound,
             budget,
             period,
             periods,
@@ -132,4 +144,217 @@ pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
     kprintln!("fpu_errors={}", fpu);
     kprintln!("RESULT {}", if ok { "PASS" } else { "FAIL" });
     crate::exit(if ok { EXIT_PASS } else { EXIT_FAIL })
+}
+
+// ---- run=usb ------------------------------------------------------------
+
+pub const MAX_FDS: usize = 8;
+static READS: KCell<UsbRun> = KCell::new(UsbRun {
+    reads: 0,
+    rebind_at: u64::MAX,
+    done: 0,
+    nfds: 0,
+});
+static DATA_ERRORS: [AtomicU64; MAX_FDS] = [const { AtomicU64::new(0) }; MAX_FDS];
+static READ_BYTES: [AtomicU64; MAX_FDS] = [const { AtomicU64::new(0) }; MAX_FDS];
+static READ_ERRORS: [AtomicU64; MAX_FDS] = [const { AtomicU64::new(0) }; MAX_FDS];
+
+pub struct UsbRun {
+    /// Reads each reader completes.
+    pub reads: u64,
+    /// fd 0 is rebound to the other class after this many reads.
+    pub rebind_at: u64,
+    pub done: u64,
+    pub nfds: u64,
+}
+
+/// The byte at `pos` of the stream the host feeds device `fd`
+/// (tests/python/test_kernel.py writes the same pattern).
+pub fn pattern(fd: u64, pos: u64) -> u8 {
+    ((pos * 7 + fd * 13) % 251) as u8
+}
+
+/// A reader: `reads` blocking reads of its fd, each checked against the
+/// pattern; fd 0 calls `usb_set_iovcpu(0, 2)` half-way.
+extern "C" fn reader(fd: u64) -> ! {
+    // SAFETY: written at boot, read-only once threads run.
+    let (reads, rebind_at) = unsafe { (READS.get().reads, READS.get().rebind_at) };
+    let slot = (fd as usize).min(MAX_FDS - 1);
+    let mut buf = [0u8; 64];
+    let mut pos = 0u64;
+    // The stream's phase (position mod 251) is learnt from its first byte
+    // (bytes the device took from the host before its reset are gone);
+    // every later byte must follow without a gap or a repeat.
+    let mut synced = false;
+    for i in 0..reads {
+        if fd == 0 && i == rebind_at {
+            sched::kcall3(sched::CALL_SET_IOVCPU, 0, 2, 0);
+        }
+        let n = sched::kcall3(sched::CALL_READ, fd, buf.as_mut_ptr() as u64, buf.len() as u64);
+        if n == u64::MAX || n > buf.len() as u64 {
+            READ_ERRORS[slot].fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        if !synced && n > 0 {
+            // pattern(fd, p) = 7p + 13fd (mod 251); 36 = 7^-1 (mod 251)
+            let b = u64::from(buf[0]);
+            pos = ((b + 251 * 13 - (13 * fd) % 251) * 36) % 251;
+            synced = true;
+        }
+        for (j, b) in buf[..n as usize].iter().enumerate() {
+            if *b != pattern(fd, pos + j as u64) {
+                DATA_ERRORS[slot].fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        pos += n;
+        READ_BYTES[slot].fetch_add(n, Ordering::Relaxed);
+    }
+    loop {
+        sched::kcall(sched::CALL_DONE, fd);
+    }
+}
+
+/// A bottom-half thread of class `c`, in the class's I/O VCPU.
+extern "C" fn bottom_half(c: u64) -> ! {
+    let mut job = crate::usb::Job::default();
+    loop {
+        if sched::kcall3(sched::CALL_BH_NEXT, c, &mut job as *mut _ as u64, 0) == 1 {
+            crate::usb::ftdi_payload(&mut job);
+            sched::kcall3(sched::CALL_BH_DONE, &job as *const _ as u64, 0, 0);
+        }
+    }
+}
+
+/// `run=usb`: one reader per fd, each in its own Main VCPU (fd `i` in
+/// class `1 + i % 2`); one I/O VCPU (PIBS, U = 10%) with a bottom-half
+/// thread per class; a CPU-bound Main VCPU for the overload.
+pub fn setup_usb(k: &mut Kernel, reads: u64, rebind: bool) -> Result<(), irqlab_core::CoreError> {
+    let Some(u) = crate::usb::usb() else { return Ok(()) };
+    let now = crate::apic::now();
+    let nfds = u.fds.len().min(MAX_FDS);
+    // SAFETY: boot, interrupts off.
+    unsafe {
+        *READS.get() = UsbRun {
+            reads,
+            rebind_at: if rebind { reads / 2 } else { u64::MAX },
+            done: 0,
+            nfds: nfds as u64,
+        };
+    }
+    for c in 1..=crate::usb::CLASSES {
+        let name = if c == 1 { "io1" } else { "io2" };
+        let v = k.add_io(now, name, 1, 10)?;
+        let bh = k.add_thread(name, v, 1, bottom_half, c as u64)?;
+        u.add_class(v, bh);
+    }
+    const NAMES: [&str; MAX_FDS] = [
+        "reader0", "reader1", "reader2", "reader3", "reader4", "reader5", "reader6", "reader7",
+    ];
+    for (fd, name) in NAMES.iter().enumerate().take(nfds) {
+        // periods 10, 20, 30... ms, budget 20%
+        let t = 10_000_000 * (fd as u64 + 1);
+        let v = k.add_main(now, name, t / 5, t)?;
+        k.vcpus[v].cpu_bound = false;
+        let th = k.add_thread(name, v, 1, reader, fd as u64)?;
+        k.wake(now, th, None);
+    }
+    let v = k.add_main(now, "hog", 5_000_000, 20_000_000)?;
+    let th = k.add_thread("hog", v, 1, hog, 0)?;
+    k.wake(now, th, None);
+    Ok(())
+}
+
+/// Kernel calls of the usb run (the scheduler's own are `sched::call`).
+pub fn usb_call(k: &mut Kernel, f: &crate::cpu::TrapFrame, now: u64) {
+    let Some(t) = k.current else { return };
+    let Some(u) = crate::usb::usb() else {
+        k.threads[t].frame.rax = u64::MAX;
+        return;
+    };
+    let r = match f.rax {
+        sched::CALL_READ => u.read(k, t, f.rdi as usize, f.rsi as usize, f.rdx as usize, now),
+        sched::CALL_SET_IOVCPU => u.set_iovcpu(f.rdi as usize, f.rsi as usize),
+        sched::CALL_BH_NEXT => u.bh_next(k, t, f.rdi as usize, f.rsi as usize, now),
+        sched::CALL_BH_DONE => u.bh_done(k, f.rdi as usize, now),
+        sched::CALL_DONE => {
+            k.block(now, t);
+            // SAFETY: interrupts off (trap).
+            let r = unsafe { READS.get() };
+            r.done += 1;
+            if r.done >= r.nfds {
+                // SAFETY: as above.
+                let start = unsafe { crate::RUN_END.get().0 };
+                finish_usb(k, start, now);
+            }
+            0
+        }
+        _ => u64::MAX,
+    };
+    // a blocking call's result is set when it is woken (`bh_done`)
+    if f.rax != sched::CALL_READ || r == u64::MAX {
+        k.threads[t].frame.rax = r;
+    }
+}
+
+/// The usb run's summary and checks, then the scheduling summary.
+pub fn finish_usb(k: &mut Kernel, start: u64, now: u64) -> ! {
+    let mut ok = true;
+    if let Some(u) = crate::usb::usb() {
+        // SAFETY: interrupts off.
+        let r = unsafe { READS.get() };
+        for i in 0..=crate::usb::CLASSES {
+            kprintln!(
+                "intr intr={} vector={:#x} msix_irqs={} transfer_events={} other_events={}",
+                i,
+                crate::xhci::VEC_XHCI0 as usize + i,
+                u.irqs[i],
+                u.ring_events[i],
+                u.other_events[i]
+            );
+        }
+        for (c, cl) in u.classes.iter().enumerate().skip(1) {
+            kprintln!(
+                "class class={} vcpu={} jobs={} dropped={}",
+                c,
+                k.vcpus[cl.vcpu].name,
+                cl.jobs,
+                cl.dropped
+            );
+            ok &= cl.dropped == 0;
+        }
+        for (i, f) in u.fds.iter().enumerate().take(MAX_FDS) {
+            let derr = DATA_ERRORS[i].load(Ordering::Relaxed);
+            let rerr = READ_ERRORS[i].load(Ordering::Relaxed);
+            kprintln!(
+                "fd fd={} slot={} port={} class={} rebinds={} completed={} bytes={} read_errors={} data_errors={} submitted0={} submitted1={} submitted2={} events0={} events1={} events2={} on_target={} off_target={}",
+                i,
+                f.dev.slot,
+                f.dev.port,
+                f.class,
+                f.rebinds,
+                f.completed,
+                READ_BYTES[i].load(Ordering::Relaxed),
+                rerr,
+                derr,
+                f.submitted[0],
+                f.submitted[1],
+                f.submitted[2],
+                f.events[0],
+                f.events[1],
+                f.events[2],
+                f.on_target,
+                f.off_target
+            );
+            ok &= f.completed == r.reads && derr == 0 && rerr == 0 && f.off_target == 0;
+        }
+        kprintln!(
+            "usb: fds={} reads_per_fd={} rebind_at={} stray={}",
+            u.fds.len(),
+            r.reads,
+            r.rebind_at,
+            u.stray
+        );
+        ok &= u.stray == 0 && u.fds.len() >= 2;
+    }
+    finish_with(k, start, now, ok, 0)
 }

@@ -45,6 +45,16 @@ pub const THREAD_STACK: usize = 64 * 1024;
 /// `rdx`, result in `rax`).
 pub const CALL_SLEEP_UNTIL: u64 = 1;
 pub const CALL_YIELD_BLOCK: u64 = 2;
+/// `read(fd, buf, len)`: blocks until the bulk IN transfer completes;
+/// returns the payload length (`u64::MAX`: error).
+pub const CALL_READ: u64 = 3;
+/// `usb_set_iovcpu(fd, class)` (USB-DIFFSERV §III).
+pub const CALL_SET_IOVCPU: u64 = 4;
+/// Bottom half: `bh_next(class, job)` / `bh_done(job)`.
+pub const CALL_BH_NEXT: u64 = 5;
+pub const CALL_BH_DONE: u64 = 6;
+/// A reader has finished its reads.
+pub const CALL_DONE: u64 = 7;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum VcpuKind {
@@ -61,6 +71,8 @@ pub struct Vcpu {
     pub run_ns: u64,
     /// Its first activation (ns): when it was created with its budget.
     pub r0: u64,
+    /// Its threads never block (the per-period check applies).
+    pub cpu_bound: bool,
 }
 
 pub struct Thread {
@@ -208,6 +220,7 @@ impl Kernel {
             runs: Vec::with_capacity(4096),
             run_ns: 0,
             r0: now,
+            cpu_bound: true,
         });
         Ok(sid.0)
     }
@@ -345,19 +358,26 @@ impl Kernel {
 /// A kernel call from a thread.
 #[inline]
 pub fn kcall(op: u64, a: u64) -> u64 {
+    kcall3(op, a, 0, 0)
+}
+
+/// A kernel call with three arguments.
+#[inline]
+pub fn kcall3(op: u64, a: u64, b: u64, c: u64) -> u64 {
     let r: u64;
     // SAFETY: `int 0x80` enters `trap_entry`, which saves and restores
     // every register but `rax` (the result).
     unsafe {
-        core::arch::asm!("int {v}", v = const VEC_CALL, inlateout("rax") op => r, in("rdi") a);
+        core::arch::asm!("int {v}", v = const VEC_CALL, inlateout("rax") op => r, in("rdi") a, in("rsi") b, in("rdx") c);
     }
     r
 }
 
-/// Kernel call `op` from thread `t` (`f.rax`, `f.rdi`...).
-pub fn call(k: &mut Kernel, f: &mut TrapFrame, now: u64) {
+/// Kernel call `op` from thread `t` (`f.rax`, `f.rdi`...): the
+/// scheduling calls; returns `false` for the others (the caller's).
+pub fn call(k: &mut Kernel, f: &mut TrapFrame, now: u64) -> bool {
     let Some(t) = k.current else {
-        return;
+        return true;
     };
     match f.rax {
         CALL_SLEEP_UNTIL => {
@@ -373,11 +393,9 @@ pub fn call(k: &mut Kernel, f: &mut TrapFrame, now: u64) {
             k.threads[t].frame.rax = 0;
             k.block(now, t);
         }
-        _ => {
-            f.rax = u64::MAX;
-            k.threads[t].frame.rax = u64::MAX;
-        }
+        _ => return false,
     }
+    true
 }
 
 /// CPU time in each period `[r0 + kT, r0 + (k+1)T)` up to `end` (whole
