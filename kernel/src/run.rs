@@ -355,6 +355,38 @@ pub fn finish_usb(k: &mut Kernel, start: u64, now: u64) -> ! {
             u.stray
         );
         ok &= u.stray == 0 && u.fds.len() >= 2;
+        for (c, l) in k.latency.iter().enumerate() {
+            for (what, st) in [
+                ("irq_to_task", &l.irq_to_task),
+                ("irq_to_bh", &l.irq_to_bh),
+                ("submit_to_task", &l.submit_to_task),
+            ] {
+                if st.num() == 0 {
+                    continue;
+                }
+                kprintln!(
+                    "latency class={} what={} n={} min_ns={} mean_ns={} max_ns={}",
+                    c,
+                    what,
+                    st.num(),
+                    st.min().map_or(0, |x| x.0),
+                    st.mean().map_or(0, |x| x as u64),
+                    st.max().map_or(0, |x| x.0)
+                );
+            }
+        }
+        for cl in u.classes.iter().skip(1) {
+            if let Ok(p) = k.sched.pibs(k.vcpus[cl.vcpu].sid) {
+                kprintln!(
+                    "pibs vcpu={} utilization={} inherited_period_ns={} c_max_ns={} consumed_ns={}",
+                    k.vcpus[cl.vcpu].name,
+                    p.utilization(),
+                    p.period().map_or(0, |t| t.0),
+                    p.c_max().0,
+                    k.vcpus[cl.vcpu].run_ns
+                );
+            }
+        }
     }
     finish_with(k, start, now, ok, 0)
 }

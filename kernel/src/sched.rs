@@ -31,8 +31,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use irqlab_core::{
-    CoreError, Dispatch, Inherit, Nanos, Pibs, Scheduler, Server, ServerId, ServerPriority, SporadicServer,
-    ThreadId, ThreadPolicy, Utilization, DEFAULT_MAX_REPL,
+    CoreError, Dispatch, Inherit, LatencyStats, Nanos, Pibs, Scheduler, Server, ServerId, ServerPriority,
+    SporadicServer, ThreadId, ThreadPolicy, Utilization, DEFAULT_MAX_REPL,
 };
 
 use crate::apic;
@@ -84,6 +84,33 @@ pub struct Thread {
     pub release: Option<u64>,
     pub run_ns: u64,
     pub dispatches: u64,
+    /// Set when an I/O completion wakes the thread: recorded as latencies
+    /// when it is next dispatched.
+    pub mark: Option<Mark>,
+}
+
+/// Timestamps (ns) of one I/O request, from its submission to the wake-up
+/// of the thread that waits for it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Mark {
+    pub class: usize,
+    pub submit: u64,
+    pub irq: u64,
+    pub bh: u64,
+    pub done: u64,
+}
+
+/// Latencies of one I/O class (irqlab-core's recorder statistics, the
+/// software twin of the LATENCY-IP Latencies IP).
+#[derive(Default)]
+pub struct ClassLatency {
+    /// Top half (event found) to the task resumed: USB-DIFFSERV's
+    /// interrupt-to-task latency.
+    pub irq_to_task: LatencyStats,
+    /// Top half to the bottom half dispatched on its I/O VCPU.
+    pub irq_to_bh: LatencyStats,
+    /// TRB queued to the task resumed.
+    pub submit_to_task: LatencyStats,
 }
 
 pub struct Kernel {
@@ -105,6 +132,8 @@ pub struct Kernel {
     /// `falsify=no-enforce`: arm the timer at most every 20 ms regardless of
     /// `next_update` (budgets are then not enforced: the check must fail).
     pub no_enforce: bool,
+    /// Per I/O class (index = class).
+    pub latency: Vec<ClassLatency>,
     fx_init: [u8; 512],
 }
 
@@ -168,6 +197,7 @@ pub fn init(no_enforce: bool) {
             core_errors: 0,
             last_core_error: None,
             no_enforce,
+            latency: Vec::new(),
             fx_init,
         })
     };
@@ -252,6 +282,7 @@ impl Kernel {
             release: None,
             run_ns: 0,
             dispatches: 0,
+            mark: None,
         });
         Ok(tid.0)
     }
@@ -301,6 +332,16 @@ impl Kernel {
         }
     }
 
+    fn record(&mut self, m: Mark, now: u64) {
+        while self.latency.len() <= m.class {
+            self.latency.push(ClassLatency::default());
+        }
+        let l = &mut self.latency[m.class];
+        l.irq_to_task.record(Nanos(now.saturating_sub(m.irq)));
+        l.irq_to_bh.record(Nanos(m.bh.saturating_sub(m.irq)));
+        l.submit_to_task.record(Nanos(now.saturating_sub(m.submit)));
+    }
+
     /// Timed releases that are due; returns the next one.
     fn release_due(&mut self, now: u64) -> Option<u64> {
         let mut next: Option<u64> = None;
@@ -340,6 +381,9 @@ impl Kernel {
             Some(t) => {
                 *f = self.threads[t].frame;
                 self.threads[t].dispatches += 1;
+                if let Some(m) = self.threads[t].mark.take() {
+                    self.record(m, now);
+                }
             }
             None => *f = self.idle,
         }

@@ -45,6 +45,7 @@ pub struct Pending {
     pub ulen: usize,
     pub trb: u64,
     pub intr: u16,
+    pub mark: crate::sched::Mark,
 }
 
 pub struct Fd {
@@ -301,6 +302,11 @@ impl Usb {
             };
             let fd = &mut self.fds[f];
             fd.events[i] += 1;
+            if let Some(p) = fd.pending.as_mut() {
+                if p.mark.irq == 0 {
+                    p.mark.irq = now;
+                }
+            }
             let c = fd.class.min(self.classes.len().saturating_sub(1));
             let reader = fd.pending.as_ref().map(|p| p.thread);
             let Some(cl) = self.classes.get_mut(c) else {
@@ -338,12 +344,18 @@ impl Usb {
             Err(_) => return u64::MAX,
         };
         f.submitted[usize::from(intr)] += 1;
+        let mark = crate::sched::Mark {
+            class: f.class,
+            submit: now,
+            ..Default::default()
+        };
         f.pending = Some(Pending {
             thread: t,
             ubuf,
             ulen,
             trb,
             intr,
+            mark,
         });
         k.block(now, t);
         0
@@ -383,10 +395,11 @@ impl Usb {
                 continue;
             };
             let fd = &mut self.fds[f];
-            let Some(p) = fd.pending.as_ref().filter(|p| p.trb == ev.trb.param) else {
+            let Some(p) = fd.pending.as_mut().filter(|p| p.trb == ev.trb.param) else {
                 self.stray += 1;
                 continue;
             };
+            p.mark.bh = now;
             if usize::from(ev.ring) == usize::from(p.intr) {
                 fd.on_target += 1;
             } else {
@@ -424,6 +437,9 @@ impl Usb {
         };
         fd.completed += 1;
         fd.bytes += j.result;
+        let mut mark = p.mark;
+        mark.done = now;
+        k.threads[p.thread].mark = Some(mark);
         k.threads[p.thread].frame.rax =
             if j.cc == u64::from(xhci::CC_SUCCESS) || j.cc == u64::from(xhci::CC_SHORT_PACKET) {
                 j.result
