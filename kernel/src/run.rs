@@ -186,6 +186,13 @@ extern "C" fn reader(fd: u64) -> ! {
     // (bytes the device took from the host before its reset are gone);
     // every later byte must follow without a gap or a repeat.
     let mut synced = false;
+    // One write first (bulk OUT): the host finds it in the device's output.
+    let mut hello = *b"irqlab-kernel fd ?\n";
+    hello[17] = b'0' + (fd % 10) as u8;
+    let w = sched::kcall3(sched::CALL_WRITE, fd, hello.as_ptr() as u64, hello.len() as u64);
+    if w != hello.len() as u64 {
+        READ_ERRORS[slot].fetch_add(1, Ordering::Relaxed);
+    }
     for i in 0..reads {
         if fd == 0 && i == rebind_at {
             sched::kcall3(sched::CALL_SET_IOVCPU, 0, 2, 0);
@@ -273,6 +280,7 @@ pub fn usb_call(k: &mut Kernel, f: &crate::cpu::TrapFrame, now: u64) {
     };
     let r = match f.rax {
         sched::CALL_READ => u.read(k, t, f.rdi as usize, f.rsi as usize, f.rdx as usize, now),
+        sched::CALL_WRITE => u.write(k, t, f.rdi as usize, f.rsi as usize, f.rdx as usize, now),
         sched::CALL_SET_IOVCPU => u.set_iovcpu(f.rdi as usize, f.rsi as usize),
         sched::CALL_BH_NEXT => u.bh_next(k, t, f.rdi as usize, f.rsi as usize, now),
         sched::CALL_BH_DONE => u.bh_done(k, f.rdi as usize, now),
@@ -291,7 +299,7 @@ pub fn usb_call(k: &mut Kernel, f: &crate::cpu::TrapFrame, now: u64) {
         _ => u64::MAX,
     };
     // a blocking call's result is set when it is woken (`bh_done`)
-    if f.rax != sched::CALL_READ || r == u64::MAX {
+    if (f.rax != sched::CALL_READ && f.rax != sched::CALL_WRITE) || r == u64::MAX {
         k.threads[t].frame.rax = r;
     }
 }
@@ -326,7 +334,7 @@ pub fn finish_usb(k: &mut Kernel, start: u64, now: u64) -> ! {
             let derr = DATA_ERRORS[i].load(Ordering::Relaxed);
             let rerr = READ_ERRORS[i].load(Ordering::Relaxed);
             kprintln!(
-                "fd fd={} slot={} port={} class={} rebinds={} completed={} bytes={} read_errors={} data_errors={} submitted0={} submitted1={} submitted2={} events0={} events1={} events2={} on_target={} off_target={}",
+                "fd fd={} slot={} port={} class={} rebinds={} completed={} bytes={} read_errors={} data_errors={} submitted0={} submitted1={} submitted2={} events0={} events1={} events2={} on_target={} off_target={} writes={} written={} out_events0={} out_events1={} out_events2={}",
                 i,
                 f.dev.slot,
                 f.dev.port,
@@ -343,9 +351,14 @@ pub fn finish_usb(k: &mut Kernel, start: u64, now: u64) -> ! {
                 f.events[1],
                 f.events[2],
                 f.on_target,
-                f.off_target
+                f.off_target,
+                f.writes,
+                f.written,
+                f.out_events[0],
+                f.out_events[1],
+                f.out_events[2]
             );
-            ok &= f.completed == r.reads && derr == 0 && rerr == 0 && f.off_target == 0;
+            ok &= f.completed == r.reads && f.writes == 1 && derr == 0 && rerr == 0 && f.off_target == 0;
         }
         kprintln!(
             "usb: fds={} reads_per_fd={} rebind_at={} stray={}",

@@ -48,6 +48,8 @@ pub const CALL_YIELD_BLOCK: u64 = 2;
 /// `read(fd, buf, len)`: blocks until the bulk IN transfer completes;
 /// returns the payload length (`u64::MAX`: error).
 pub const CALL_READ: u64 = 3;
+/// `write(fd, buf, len)`: one bulk OUT packet; blocks until it completes.
+pub const CALL_WRITE: u64 = 8;
 /// `usb_set_iovcpu(fd, class)` (USB-DIFFSERV §III).
 pub const CALL_SET_IOVCPU: u64 = 4;
 /// Bottom half: `bh_next(class, job)` / `bh_done(job)`.

@@ -51,11 +51,19 @@ pub struct Pending {
 pub struct Fd {
     pub dev: Device,
     pub bulk_in: usize,
+    pub bulk_out: usize,
     pub class: usize,
     pub mps: u16,
     /// The DMA buffer of the one outstanding read.
     pub buf: usize,
+    /// The DMA buffer of the one outstanding write.
+    pub obuf: usize,
     pub pending: Option<Pending>,
+    pub pending_out: Option<Pending>,
+    /// Write completions found on each interrupter's ring.
+    pub out_events: [u64; MAX_INTRS],
+    pub writes: u64,
+    pub written: u64,
     /// TRBs queued with each Interrupter Target.
     pub submitted: [u64; MAX_INTRS],
     /// Completion events found on each interrupter's ring.
@@ -82,6 +90,8 @@ pub struct Job {
     pub ulen: u64,
     /// Payload bytes given to the reader (set by the bottom half).
     pub result: u64,
+    /// 0: a read (bulk IN), 1: a write (bulk OUT).
+    pub dir: u64,
 }
 
 #[derive(Clone, Copy)]
@@ -223,6 +233,12 @@ pub fn init(apic: u32, all_to_0: bool) -> Result<(), Error> {
         let buf = dma_alloc(usize::from(mps.max(64)), 64)?;
         fds.push(Fd {
             bulk_in: 0,
+            bulk_out: 1,
+            obuf: dma_alloc(64, 64)?,
+            pending_out: None,
+            out_events: [0; MAX_INTRS],
+            writes: 0,
+            written: 0,
             class: 1 + i % CLASSES,
             mps,
             buf,
@@ -277,10 +293,21 @@ impl Usb {
         });
     }
 
-    fn fd_of(&self, slot: u8, ep: u8) -> Option<usize> {
-        self.fds
-            .iter()
-            .position(|f| f.dev.slot == slot && f.dev.bulk.get(f.bulk_in).is_some_and(|b| b.dci == ep))
+    /// The fd and direction (0 IN, 1 OUT) of endpoint `ep` of `slot`.
+    fn fd_of(&self, slot: u8, ep: u8) -> Option<(usize, usize)> {
+        self.fds.iter().enumerate().find_map(|(i, f)| {
+            if f.dev.slot != slot {
+                return None;
+            }
+            let is = |b: usize| f.dev.bulk.get(b).is_some_and(|e| e.dci == ep);
+            if is(f.bulk_in) {
+                Some((i, 0))
+            } else if is(f.bulk_out) {
+                Some((i, 1))
+            } else {
+                None
+            }
+        })
     }
 
     /// Top half of interrupter `i` (its MSI-X vector fired).
@@ -296,19 +323,30 @@ impl Usb {
                 continue;
             }
             self.ring_events[i] += 1;
-            let Some(f) = self.fd_of(t.slot(), t.ep()) else {
+            let Some((f, dir)) = self.fd_of(t.slot(), t.ep()) else {
                 self.stray += 1;
                 continue;
             };
             let fd = &mut self.fds[f];
-            fd.events[i] += 1;
-            if let Some(p) = fd.pending.as_mut() {
+            let pending = if dir == 0 {
+                fd.events[i] += 1;
+                fd.pending.as_mut()
+            } else {
+                fd.out_events[i] += 1;
+                fd.pending_out.as_mut()
+            };
+            if let Some(p) = pending {
                 if p.mark.irq == 0 {
                     p.mark.irq = now;
                 }
             }
             let c = fd.class.min(self.classes.len().saturating_sub(1));
-            let reader = fd.pending.as_ref().map(|p| p.thread);
+            let reader = if dir == 0 {
+                fd.pending.as_ref()
+            } else {
+                fd.pending_out.as_ref()
+            }
+            .map(|p| p.thread);
             let Some(cl) = self.classes.get_mut(c) else {
                 self.stray += 1;
                 continue;
@@ -361,6 +399,43 @@ impl Usb {
         0
     }
 
+    /// `CALL_WRITE(fd, ubuf, len)` from thread `t` (at most one packet,
+    /// 64 bytes): copy to the fd's DMA buffer, queue on the bulk OUT ring
+    /// with the class's Interrupter Target, block until the bottom half
+    /// has seen the completion.
+    pub fn write(&mut self, k: &mut Kernel, t: usize, fd: usize, ubuf: usize, len: usize, now: u64) -> u64 {
+        let all_to_0 = self.all_to_0;
+        let Some(f) = self.fds.get_mut(fd) else {
+            return u64::MAX;
+        };
+        if f.pending_out.is_some() || len == 0 || len > 64 || ubuf == 0 {
+            return u64::MAX;
+        }
+        // SAFETY: the caller's buffer of `len` bytes (identity-mapped),
+        // copied into the 64-byte DMA buffer (len <= 64).
+        unsafe { core::ptr::copy_nonoverlapping(ubuf as *const u8, f.obuf as *mut u8, len) };
+        let intr = if all_to_0 { 0 } else { f.class as u16 };
+        let trb = match self.xhci.submit(&mut f.dev, f.bulk_out, f.obuf, len as u16, intr) {
+            Ok(a) => a,
+            Err(_) => return u64::MAX,
+        };
+        let mark = crate::sched::Mark {
+            class: f.class,
+            submit: now,
+            ..Default::default()
+        };
+        f.pending_out = Some(Pending {
+            thread: t,
+            ubuf,
+            ulen: len,
+            trb,
+            intr,
+            mark,
+        });
+        k.block(now, t);
+        0
+    }
+
     /// `CALL_SET_IOVCPU(fd, class)`: `usb_set_iovcpu` of USB-DIFFSERV.
     pub fn set_iovcpu(&mut self, fd: usize, class: usize) -> u64 {
         if class == 0 || class > CLASSES {
@@ -390,12 +465,18 @@ impl Usb {
                 k.block(now, t);
                 return 0;
             };
-            let Some(f) = self.fd_of(ev.trb.slot(), ev.trb.ep()) else {
+            let Some((f, dir)) = self.fd_of(ev.trb.slot(), ev.trb.ep()) else {
                 self.stray += 1;
                 continue;
             };
             let fd = &mut self.fds[f];
-            let Some(p) = fd.pending.as_mut().filter(|p| p.trb == ev.trb.param) else {
+            let (mps, buf) = (fd.mps.min(64), if dir == 0 { fd.buf } else { fd.obuf });
+            let slot = if dir == 0 {
+                &mut fd.pending
+            } else {
+                &mut fd.pending_out
+            };
+            let Some(p) = slot.as_mut().filter(|p| p.trb == ev.trb.param) else {
                 self.stray += 1;
                 continue;
             };
@@ -406,14 +487,16 @@ impl Usb {
                 fd.off_target += 1;
             }
             let residue = u64::from(ev.trb.status & 0xff_ffff);
+            let asked = if dir == 0 { u64::from(mps) } else { p.ulen as u64 };
             let j = Job {
                 fd: f as u64,
                 cc: u64::from(ev.trb.cc()),
-                len: u64::from(fd.mps.min(64)).saturating_sub(residue),
-                dma: fd.buf as u64,
+                len: asked.saturating_sub(residue),
+                dma: buf as u64,
                 ubuf: p.ubuf as u64,
                 ulen: p.ulen as u64,
                 result: 0,
+                dir: dir as u64,
             };
             // SAFETY: `job` is the calling thread's (identity-mapped) Job.
             unsafe { core::ptr::write_volatile(job as *mut Job, j) };
@@ -432,11 +515,21 @@ impl Usb {
         let Some(fd) = self.fds.get_mut(j.fd as usize) else {
             return u64::MAX;
         };
-        let Some(p) = fd.pending.take() else {
+        let p = if j.dir == 0 {
+            fd.pending.take()
+        } else {
+            fd.pending_out.take()
+        };
+        let Some(p) = p else {
             return u64::MAX;
         };
-        fd.completed += 1;
-        fd.bytes += j.result;
+        if j.dir == 0 {
+            fd.completed += 1;
+            fd.bytes += j.result;
+        } else {
+            fd.writes += 1;
+            fd.written += j.result;
+        }
         let mut mark = p.mark;
         mark.done = now;
         k.threads[p.thread].mark = Some(mark);
@@ -455,6 +548,11 @@ impl Usb {
 /// chip prefixes each 64-byte packet with 2 status bytes (modem, line);
 /// the rest is payload for the reader.
 pub fn ftdi_payload(j: &mut Job) {
+    if j.dir != 0 {
+        // a write: nothing to copy; the device took `len` bytes
+        j.result = j.len;
+        return;
+    }
     let n = j.len as usize;
     let mut out = 0usize;
     let mut i = 0usize;

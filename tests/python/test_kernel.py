@@ -159,7 +159,8 @@ def routing_errors(out: str, reads: int, rebind: bool) -> list[str]:
     `reads` completions, its events on other rings than its class's (at
     the time each TRB was queued), a completion not found on the ring its
     TRB targeted, an interrupter whose ring and vector counts do not add up
-    to its fds' events."""
+    to its fds' events. Each fd also makes one write (bulk OUT) first, in
+    its first class."""
     fds = records(out, "fd")
     bad = []
     if len(fds) < 2:
@@ -178,7 +179,14 @@ def routing_errors(out: str, reads: int, rebind: bool) -> list[str]:
             if int(f[f"submitted{i}"]) != want:
                 bad.append(f"fd {fd}: {f[f'submitted{i}']} TRBs targeted interrupter {i}, "
                            f"expected {want}")
-        if int(f["off_target"]) != 0 or int(f["on_target"]) != reads:
+        for i in range(3):
+            got, want = int(f[f"out_events{i}"]), int(i == 1 + fd % 2)
+            per_ring[i] += got
+            if got != want:
+                bad.append(f"fd {fd}: {got} write events on interrupter {i}, expected {want}")
+        if int(f["writes"]) != 1:
+            bad.append(f"fd {fd}: {f['writes']} writes completed, 1 made")
+        if int(f["off_target"]) != 0 or int(f["on_target"]) != reads + 1:
             bad.append(f"fd {fd}: {f['off_target']} completions off their TRB's interrupter")
         if int(f["data_errors"]) != 0 or int(f["read_errors"]) != 0:
             bad.append(f"fd {fd}: {f['data_errors']} data errors, {f['read_errors']} read errors")
@@ -200,8 +208,12 @@ def test_usb_reads_complete_on_their_class_interrupter(kernel: Path, tmp_path: P
     assert len(records(out, "usb")) >= DEVICES, out  # enumerated (usb port=... lines)
     assert routing_errors(out, READS, rebind=True) == [], out
     # both I/O interrupters took events, interrupter 0 none (commands only)
+    # (fds 0 and 2 start in class 1, fd 1 in class 2; one write each)
     intr = {int(r["intr"]): int(r["transfer_events"]) for r in records(out, "intr")}
-    assert intr == {0: 0, 1: READS + READS // 2, 2: READS + READS - READS // 2}, out
+    assert intr == {0: 0, 1: READS + READS // 2 + 2, 2: READS + READS - READS // 2 + 1}, out
+    # the writes reached the host through the bulk OUT endpoints
+    for d in range(DEVICES):
+        assert (tmp_path / f"d{d}.out").read_bytes() == f"irqlab-kernel fd {d}\n".encode()
     # the CPU-bound Main VCPU under the I/O load: never over its budget
     # (its share lost to the top halves it is charged for is reported only)
     assert budget_violations(out, served=False) == [], out
