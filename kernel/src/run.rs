@@ -61,6 +61,7 @@ pub fn setup_sched(k: &mut Kernel) -> Result<(), irqlab_core::CoreError> {
     for (i, (name, c, t)) in specs.iter().enumerate() {
         let v = k.add_main(now, name, *c, *t)?;
         let th = k.add_thread(name, v, 1, hog, i as u64)?;
+        k.threads[th].hog_slot = Some(i);
         k.wake(now, th, None);
     }
     Ok(())
@@ -129,8 +130,11 @@ pub fn finish_with(k: &mut Kernel, start: u64, now: u64, ok_before: bool, served
     }
     let fpu = FPU_ERRORS.load(Ordering::Relaxed);
     ok &= fpu == 0;
-    for (t, th) in k.threads.iter().enumerate() {
-        let iters = HOG_ITERS.get(t).map_or(0, |a| a.load(Ordering::Relaxed));
+    for th in &k.threads {
+        let iters = th
+            .hog_slot
+            .and_then(|i| HOG_ITERS.get(i))
+            .map_or(0, |a| a.load(Ordering::Relaxed));
         kprintln!(
             "thread name={} dispatches={} run_ns={} iterations={}",
             th.name,
@@ -267,6 +271,7 @@ pub fn setup_usb(k: &mut Kernel, reads: u64, rebind: bool) -> Result<(), irqlab_
     }
     let v = k.add_main(now, "hog", 5_000_000, 20_000_000)?;
     let th = k.add_thread("hog", v, 1, hog, 0)?;
+    k.threads[th].hog_slot = Some(0);
     k.wake(now, th, None);
     Ok(())
 }

@@ -89,6 +89,8 @@ pub struct Thread {
     /// Set when an I/O completion wakes the thread: recorded as latencies
     /// when it is next dispatched.
     pub mark: Option<Mark>,
+    /// A CPU-bound thread's iteration counter (`run::hog`), if it is one.
+    pub hog_slot: Option<usize>,
 }
 
 /// Timestamps (ns) of one I/O request, from its submission to the wake-up
@@ -285,6 +287,7 @@ impl Kernel {
             run_ns: 0,
             dispatches: 0,
             mark: None,
+            hog_slot: None,
         });
         Ok(tid.0)
     }
