@@ -7,7 +7,10 @@
 //! IDT, the trap path and its frames), `serial` (COM1), `mem` (memory
 //! primitives and the heap), `apic` (TSC clock, LAPIC one-shot timer,
 //! watchdog), `sched` (threads and VCPUs, carried out as irqlab-core
-//! decides). `kmain` boots, reads the command line (QEMU `-append`), runs
+//! decides), `pci` (bus scan, BARs, MSI-X), `xhci` (the host controller
+//! driver), `usb` (enumeration, the FTDI class driver, fds in I/O classes,
+//! top and bottom halves), `run` (the runs, their threads and checks),
+//! `cmdline` (the PVH command line). `kmain` boots, reads the command line (QEMU `-append`), runs
 //! the selected run and exits QEMU through `isa-debug-exit` with
 //! [`EXIT_PASS`] or [`EXIT_FAIL`].
 //!
@@ -170,8 +173,11 @@ extern "C" fn kmain(start_info: u32) -> ! {
         apic::lapic_id()
     );
     let watchdog = args.num("watchdog_ms").unwrap_or(10_000);
-    apic::set_watchdog(apic::now() + watchdog * 1_000_000);
+    apic::set_watchdog(apic::now().saturating_add(watchdog.saturating_mul(1_000_000)));
     selftest(&args);
+    if args.has("debug", "runs") {
+        run::DUMP_RUNS.store(1, core::sync::atomic::Ordering::Relaxed);
+    }
     match args.get("run") {
         Some("sched") => start_sched(&args),
         Some("usb") => start_usb(&args),
@@ -199,17 +205,14 @@ extern "C" fn kmain(start_info: u32) -> ! {
 
 /// Starts `run=sched` (see `run`): never returns; the timer ends the run.
 fn start_sched(args: &cmdline::Args) -> ! {
-    sched::init(args.has("falsify", "no-enforce"));
-    if args.has("debug", "runs") {
-        run::DUMP_RUNS.store(1, core::sync::atomic::Ordering::Relaxed);
-    }
+    sched::init(args.has("falsify", "no-enforce"), args.has("inherit", "strict"));
     let k = sched::kernel();
     if let Err(e) = run::setup_sched(k) {
         kprintln!("setup failed: {}", e);
         exit(EXIT_FAIL);
     }
     let now = apic::now();
-    let dur = args.num("duration_ms").unwrap_or(300) * 1_000_000;
+    let dur = args.num("duration_ms").unwrap_or(300).saturating_mul(1_000_000);
     // SAFETY: interrupts still off.
     unsafe { *RUN_END.get() = (now, now + dur) };
     kprintln!(
@@ -232,12 +235,15 @@ fn start_sched(args: &cmdline::Args) -> ! {
 /// Starts `run=usb` (see `usb` and `run`): enumerates, then readers,
 /// bottom halves and a CPU-bound VCPU run until every read is done.
 fn start_usb(args: &cmdline::Args) -> ! {
-    sched::init(args.has("falsify", "no-enforce"));
+    sched::init(args.has("falsify", "no-enforce"), args.has("inherit", "strict"));
     if let Err(e) = usb::init(apic::lapic_id(), args.has("falsify", "int0")) {
         kprintln!("usb: {}", e);
         exit(EXIT_FAIL);
     }
     let k = sched::kernel();
+    if let Some(n) = args.num("max_repl") {
+        k.max_repl = n as usize;
+    }
     let reads = args.num("reads").unwrap_or(100);
     if let Err(e) = run::setup_usb(k, reads, !args.has("rebind", "off")) {
         kprintln!("setup failed: {}", e);

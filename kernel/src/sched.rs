@@ -98,6 +98,7 @@ pub struct Thread {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Mark {
     pub class: usize,
+    pub fd: usize,
     pub submit: u64,
     pub irq: u64,
     pub bh: u64,
@@ -136,8 +137,17 @@ pub struct Kernel {
     /// `falsify=no-enforce`: arm the timer at most every 20 ms regardless of
     /// `next_update` (budgets are then not enforced: the check must fail).
     pub no_enforce: bool,
+    /// `inherit=strict`: I/O VCPUs drop to the next waiting Main VCPU's
+    /// period when service for one ends (`Inherit::Strict`), else keep the
+    /// highest until they block (QUEST-VCPU Alg. 10, `Inherit::Paper`).
+    pub strict: bool,
+    /// The Main VCPUs' replenishment-queue bound (`max_repl=`, default 32,
+    /// QUEST-VCPU §3).
+    pub max_repl: usize,
     /// Per I/O class (index = class).
     pub latency: Vec<ClassLatency>,
+    /// Per fd (index = fd): each reader's own.
+    pub latency_fd: Vec<ClassLatency>,
     fx_init: [u8; 512],
 }
 
@@ -177,7 +187,7 @@ fn new_stack() -> u64 {
     p as u64 + THREAD_STACK as u64
 }
 
-pub fn init(no_enforce: bool) {
+pub fn init(no_enforce: bool, strict: bool) {
     let fx_init = crate::cpu::fxsave_now();
     let idle = TrapFrame::new_thread(idle_loop, 0, new_stack(), &fx_init);
     // SAFETY: boot, interrupts off.
@@ -201,7 +211,10 @@ pub fn init(no_enforce: bool) {
             core_errors: 0,
             last_core_error: None,
             no_enforce,
+            strict,
+            max_repl: DEFAULT_MAX_REPL,
             latency: Vec::new(),
+            latency_fd: Vec::new(),
             fx_init,
         })
     };
@@ -214,7 +227,7 @@ impl Kernel {
         let ss = SporadicServer::new(
             Nanos(budget),
             Nanos(period),
-            DEFAULT_MAX_REPL,
+            self.max_repl,
             ServerPriority::RateMonotonic,
             false,
             Nanos(now),
@@ -225,10 +238,15 @@ impl Kernel {
         self.push_vcpu(now, name, sid, VcpuKind::Main { budget, period })
     }
 
-    /// An I/O VCPU: PIBS with utilization `num/den` (QUEST-VCPU Alg. 7-10,
-    /// paper inheritance).
+    /// An I/O VCPU: PIBS with utilization `num/den` (QUEST-VCPU Alg. 7-10),
+    /// paper or strict inheritance (`strict`).
     pub fn add_io(&mut self, now: u64, name: &str, num: u64, den: u64) -> Result<usize, CoreError> {
-        let p = Pibs::new(Utilization::new(num, den)?, Inherit::Paper)?;
+        let inherit = if self.strict {
+            Inherit::Strict
+        } else {
+            Inherit::Paper
+        };
+        let p = Pibs::new(Utilization::new(num, den)?, inherit)?;
         let sid = self
             .sched
             .add_server(name, Server::Pibs(p), ThreadPolicy::FixedPriority)?;
@@ -311,6 +329,21 @@ impl Kernel {
         }
     }
 
+    /// Strict inheritance: the running I/O VCPU has finished serving one
+    /// request of a Main VCPU of period `period` (the simulator's call).
+    pub fn io_done(&mut self, now: u64, period: Option<u64>) {
+        let (Some(t), Some(p), true) = (self.current, period, self.strict) else {
+            return;
+        };
+        let v = self.threads[t].vcpu;
+        if matches!(self.vcpus[v].kind, VcpuKind::Io { .. }) {
+            let r = self
+                .sched
+                .io_service_done(Nanos(now), self.vcpus[v].sid, Nanos(p));
+            self.note(r);
+        }
+    }
+
     /// The Main VCPU period a thread inherits to an I/O VCPU it waits on.
     pub fn main_period_of(&self, t: usize) -> Option<u64> {
         match self.vcpus.get(self.threads.get(t)?.vcpu)?.kind {
@@ -338,13 +371,15 @@ impl Kernel {
     }
 
     fn record(&mut self, m: Mark, now: u64) {
-        while self.latency.len() <= m.class {
-            self.latency.push(ClassLatency::default());
+        for (table, i) in [(&mut self.latency, m.class), (&mut self.latency_fd, m.fd)] {
+            while table.len() <= i {
+                table.push(ClassLatency::default());
+            }
+            let l = &mut table[i];
+            l.irq_to_task.record(Nanos(now.saturating_sub(m.irq)));
+            l.irq_to_bh.record(Nanos(m.bh.saturating_sub(m.irq)));
+            l.submit_to_task.record(Nanos(now.saturating_sub(m.submit)));
         }
-        let l = &mut self.latency[m.class];
-        l.irq_to_task.record(Nanos(now.saturating_sub(m.irq)));
-        l.irq_to_bh.record(Nanos(m.bh.saturating_sub(m.irq)));
-        l.submit_to_task.record(Nanos(now.saturating_sub(m.submit)));
     }
 
     /// Timed releases that are due; returns the next one.

@@ -384,6 +384,7 @@ impl Usb {
         f.submitted[usize::from(intr)] += 1;
         let mark = crate::sched::Mark {
             class: f.class,
+            fd,
             submit: now,
             ..Default::default()
         };
@@ -421,6 +422,7 @@ impl Usb {
         };
         let mark = crate::sched::Mark {
             class: f.class,
+            fd,
             submit: now,
             ..Default::default()
         };
@@ -539,6 +541,7 @@ impl Usb {
             } else {
                 u64::MAX
             };
+        k.io_done(now, k.main_period_of(p.thread));
         k.wake(now, p.thread, None);
         0
     }
