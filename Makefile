@@ -147,4 +147,5 @@ bench: setup
 
 clean:
 	$(CARGO) clean
+	$(KERNEL_CARGO) clean
 	rm -rf $(VENV) out

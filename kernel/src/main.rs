@@ -236,7 +236,11 @@ fn start_sched(args: &cmdline::Args) -> ! {
 /// bottom halves and a CPU-bound VCPU run until every read is done.
 fn start_usb(args: &cmdline::Args) -> ! {
     sched::init(args.has("falsify", "no-enforce"), args.has("inherit", "strict"));
-    if let Err(e) = usb::init(apic::lapic_id(), args.has("falsify", "int0")) {
+    if let Err(e) = usb::init(
+        apic::lapic_id(),
+        args.has("falsify", "int0"),
+        args.num("classes").unwrap_or(2) as usize,
+    ) {
         kprintln!("usb: {}", e);
         exit(EXIT_FAIL);
     }

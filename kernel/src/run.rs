@@ -254,12 +254,16 @@ pub fn setup_usb(k: &mut Kernel, reads: u64, rebind: bool) -> Result<(), irqlab_
     unsafe {
         *READS.get() = UsbRun {
             reads,
-            rebind_at: if rebind { reads / 2 } else { u64::MAX },
+            rebind_at: if rebind && u.nclasses > 1 {
+                reads / 2
+            } else {
+                u64::MAX
+            },
             done: 0,
             nfds: nfds as u64,
         };
     }
-    for c in 1..=crate::usb::CLASSES {
+    for c in 1..=u.nclasses {
         let name = if c == 1 { "io1" } else { "io2" };
         let v = k.add_io(now, name, 1, 10)?;
         let bh = k.add_thread(name, v, 1, bottom_half, c as u64)?;
@@ -322,7 +326,7 @@ pub fn finish_usb(k: &mut Kernel, start: u64, now: u64) -> ! {
     if let Some(u) = crate::usb::usb() {
         // SAFETY: interrupts off.
         let r = unsafe { READS.get() };
-        for i in 0..=crate::usb::CLASSES {
+        for i in 0..=u.nclasses {
             kprintln!(
                 "intr intr={} vector={:#x} msix_irqs={} transfer_events={} other_events={}",
                 i,

@@ -7,7 +7,7 @@
 //! Address Device, device and configuration descriptors, Set
 //! Configuration, Configure Endpoint for the bulk pair) and opens one fd
 //! per FTDI device (QEMU's `usb-serial`, 0403:6001), fd `i` in I/O class
-//! `1 + i % CLASSES`. Class `c` owns interrupter `c`, its event ring and
+//! `1 + i % classes` (2 classes unless `classes=1`). Class `c` owns interrupter `c`, its event ring and
 //! MSI-X vector `VEC_XHCI0 + c`; interrupter 0 keeps commands, port events
 //! and endpoint 0. A read (`CALL_READ`) queues one Normal TRB on the fd's
 //! bulk IN ring whose Interrupter Target is the fd's class and blocks the
@@ -35,7 +35,8 @@ use crate::sched::Kernel;
 use crate::xhci::{self, dma_alloc, Device, Error, Trb, Xhci, MAX_INTRS};
 use crate::{kprintln, KCell};
 
-pub const CLASSES: usize = 2;
+/// I/O classes at most (`classes=` on the command line: 1 or 2).
+pub const MAX_CLASSES: usize = 2;
 pub const FTDI: (u16, u16) = (0x0403, 0x6001);
 const QUEUE: usize = 256;
 
@@ -119,6 +120,9 @@ pub struct Usb {
     pub stray: u64,
     /// `falsify=int0`: every TRB targets interrupter 0.
     pub all_to_0: bool,
+    /// I/O classes in use (1: one interrupter and one I/O VCPU for every
+    /// device, as a single-interrupter driver; 2: the default).
+    pub nclasses: usize,
 }
 
 pub static USB: KCell<Option<Usb>> = KCell::new(None);
@@ -213,8 +217,9 @@ pub fn enumerate(x: &mut Xhci) -> Result<Vec<(Device, u8, u16)>, Error> {
 }
 
 /// Controller, enumeration, fds; bottom-half threads are added by the run.
-pub fn init(apic: u32, all_to_0: bool) -> Result<(), Error> {
-    let mut x = Xhci::init(1 + CLASSES, apic)?;
+pub fn init(apic: u32, all_to_0: bool, nclasses: usize) -> Result<(), Error> {
+    let nclasses = nclasses.clamp(1, MAX_CLASSES);
+    let mut x = Xhci::init(1 + nclasses, apic)?;
     kprintln!(
         "xhci: {:02x}:{:02x}.{} bar={:#x} hciversion={:#06x} slots={} intrs={} ports={} msix_table={} entries",
         x.func.bus,
@@ -239,7 +244,7 @@ pub fn init(apic: u32, all_to_0: bool) -> Result<(), Error> {
             out_events: [0; MAX_INTRS],
             writes: 0,
             written: 0,
-            class: 1 + i % CLASSES,
+            class: 1 + i % nclasses,
             mps,
             buf,
             pending: None,
@@ -253,7 +258,7 @@ pub fn init(apic: u32, all_to_0: bool) -> Result<(), Error> {
             dev,
         });
     }
-    for i in 0..=CLASSES {
+    for i in 0..=nclasses {
         x.enable_interrupter(i);
     }
     // SAFETY: boot, interrupts off.
@@ -267,6 +272,7 @@ pub fn init(apic: u32, all_to_0: bool) -> Result<(), Error> {
             other_events: [0; MAX_INTRS],
             stray: 0,
             all_to_0,
+            nclasses,
         })
     };
     Ok(())
@@ -440,7 +446,7 @@ impl Usb {
 
     /// `CALL_SET_IOVCPU(fd, class)`: `usb_set_iovcpu` of USB-DIFFSERV.
     pub fn set_iovcpu(&mut self, fd: usize, class: usize) -> u64 {
-        if class == 0 || class > CLASSES {
+        if class == 0 || class > self.nclasses {
             return u64::MAX;
         }
         match self.fds.get_mut(fd) {

@@ -34,7 +34,7 @@ use crate::pci::{self, Func, MsiX};
 pub const QEMU_XHCI: (u16, u16) = (0x1b36, 0x000d);
 /// LAPIC vector of interrupter `i`: `VEC_XHCI0 + i`.
 pub const VEC_XHCI0: u8 = 0x40;
-/// Interrupters the driver sets up (0 for commands, 1..=CLASSES for I/O).
+/// Interrupters the driver can set up (0 for commands, one per I/O class).
 pub const MAX_INTRS: usize = 4;
 const RING_TRBS: usize = 256;
 const EVENT_TRBS: usize = 256;

@@ -144,17 +144,18 @@ def usb_args(tmp: Path, devices: int = DEVICES) -> list[str]:
     return args + ICOUNT
 
 
-def expected_events(fds: int, reads: int, rebind: bool) -> dict[int, dict[int, int]]:
+def expected_events(fds: int, reads: int, rebind: bool,
+                    classes: int = 2) -> dict[int, dict[int, int]]:
     """Per fd, completion events per interrupter: fd i is in class
-    1 + i % 2 (interrupter = class); fd 0 calls usb_set_iovcpu(0, 2) after
-    reads // 2 reads (rebind) and its later TRBs target interrupter 2."""
-    exp = {fd: {1 + fd % 2: reads} for fd in range(fds)}
+    1 + i % classes (interrupter = class); fd 0 calls usb_set_iovcpu(0, 2)
+    after reads // 2 reads (rebind) and its later TRBs target interrupter 2."""
+    exp = {fd: {1 + fd % classes: reads} for fd in range(fds)}
     if rebind:
         exp[0] = {1: reads // 2, 2: reads - reads // 2}
     return exp
 
 
-def routing_errors(out: str, reads: int, rebind: bool) -> list[str]:
+def routing_errors(out: str, reads: int, rebind: bool, classes: int = 2) -> list[str]:
     """Every way the per-class routing can be wrong: a fd with other than
     `reads` completions, its events on other rings than its class's (at
     the time each TRB was queued), a completion not found on the ring its
@@ -165,7 +166,7 @@ def routing_errors(out: str, reads: int, rebind: bool) -> list[str]:
     bad = []
     if len(fds) < 2:
         bad.append(f"{len(fds)} usb-serial fds")
-    exp = expected_events(len(fds), reads, rebind)
+    exp = expected_events(len(fds), reads, rebind, classes)
     per_ring = {i: 0 for i in range(3)}
     for f in fds:
         fd = int(f["fd"])
@@ -180,7 +181,7 @@ def routing_errors(out: str, reads: int, rebind: bool) -> list[str]:
                 bad.append(f"fd {fd}: {f[f'submitted{i}']} TRBs targeted interrupter {i}, "
                            f"expected {want}")
         for i in range(3):
-            got, want = int(f[f"out_events{i}"]), int(i == 1 + fd % 2)
+            got, want = int(f[f"out_events{i}"]), int(i == 1 + fd % classes)
             per_ring[i] += got
             if got != want:
                 bad.append(f"fd {fd}: {got} write events on interrupter {i}, expected {want}")
@@ -237,3 +238,15 @@ def test_without_rebinding_fd0_stays_on_interrupter_1(kernel: Path, tmp_path: Pa
     assert routing_errors(out, READS, rebind=False) == [], out
     bad = routing_errors(out, READS, rebind=True)
     assert "fd 0: 100 events on interrupter 1, expected 50" in bad, bad
+
+
+def test_one_class_puts_every_device_on_one_interrupter(kernel: Path, tmp_path: Path) -> None:
+    """`classes=1`: the single-interrupter driver (one event ring, one
+    vector, one I/O VCPU for every device) that USB-DIFFSERV compares
+    against; usb_set_iovcpu has no other class to move to."""
+    rc, out = boot(kernel, f"run=usb reads={READS} classes=1", usb_args(tmp_path))
+    assert rc == PASS, out
+    assert routing_errors(out, READS, rebind=False, classes=1) == [], out
+    intr = {int(r["intr"]): int(r["transfer_events"]) for r in records(out, "intr")}
+    assert intr == {0: 0, 1: DEVICES * (READS + 1)}, out
+    assert routing_errors(out, READS, rebind=False) != [], out  # not the two-class routing
