@@ -249,7 +249,12 @@ fn start_usb(args: &cmdline::Args) -> ! {
         k.max_repl = n as usize;
     }
     let reads = args.num("reads").unwrap_or(100);
-    if let Err(e) = run::setup_usb(k, reads, !args.has("rebind", "off")) {
+    if let Err(e) = run::setup_usb(
+        k,
+        reads,
+        !args.has("rebind", "off"),
+        args.num("io_util").unwrap_or(10),
+    ) {
         kprintln!("setup failed: {}", e);
         exit(EXIT_FAIL);
     }

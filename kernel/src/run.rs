@@ -244,9 +244,14 @@ extern "C" fn bottom_half(c: u64) -> ! {
 }
 
 /// `run=usb`: one reader per fd, each in its own Main VCPU (fd `i` in
-/// class `1 + i % 2`); one I/O VCPU (PIBS, U = 10%) with a bottom-half
+/// class `1 + i % classes`); one I/O VCPU (PIBS, U = `io_pct`%, default 10) with a bottom-half
 /// thread per class; a CPU-bound Main VCPU for the overload.
-pub fn setup_usb(k: &mut Kernel, reads: u64, rebind: bool) -> Result<(), irqlab_core::CoreError> {
+pub fn setup_usb(
+    k: &mut Kernel,
+    reads: u64,
+    rebind: bool,
+    io_pct: u64,
+) -> Result<(), irqlab_core::CoreError> {
     let Some(u) = crate::usb::usb() else { return Ok(()) };
     let now = crate::apic::now();
     let nfds = u.fds.len().min(MAX_FDS);
@@ -265,7 +270,7 @@ pub fn setup_usb(k: &mut Kernel, reads: u64, rebind: bool) -> Result<(), irqlab_
     }
     for c in 1..=u.nclasses {
         let name = if c == 1 { "io1" } else { "io2" };
-        let v = k.add_io(now, name, 1, 10)?;
+        let v = k.add_io(now, name, io_pct, 100)?;
         let bh = k.add_thread(name, v, 1, bottom_half, c as u64)?;
         u.add_class(v, bh);
     }
