@@ -355,6 +355,9 @@ impl Xhci {
     /// Top-half acknowledgement of interrupter `i`: IMAN.IP cleared (RW1C,
     /// IE kept). Returns whether IP was set.
     pub fn ack(&self, i: usize) -> bool {
+        if i >= self.ev.len() {
+            return false;
+        }
         let a = self.rt + 0x20 + 32 * i;
         let iman = r32(a);
         w32(a, (iman & 2) | 1);
@@ -365,8 +368,9 @@ impl Xhci {
     /// the Event Handler Busy flag (QEMU raises the vector again if events
     /// are left).
     pub fn update_erdp(&self, i: usize) {
+        let Some(ev) = self.ev.get(i) else { return };
         let a = self.rt + 0x20 + 32 * i + 0x18;
-        let d = self.ev[i].deq_addr();
+        let d = ev.deq_addr();
         w32(a + 4, (d >> 32) as u32);
         w32(a, d as u32 | 8);
     }
