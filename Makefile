@@ -19,7 +19,7 @@ APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpf
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: all setup apt venv develop demo test test-rust test-python lint lint-kernel bench clean guest kernel fuzz fuzz-smoke dispatch
+.PHONY: all setup apt venv develop demo test test-rust test-python lint lint-kernel bench clean guest kernel test-kernel fuzz fuzz-smoke dispatch
 
 all: setup
 
@@ -79,6 +79,10 @@ KERNEL_CARGO := cd kernel && $(CARGO)
 KERNEL_TARGET := --target x86_64-unknown-linux-gnu
 kernel:
 	$(KERNEL_CARGO) build --release -q $(KERNEL_TARGET)
+
+# The kernel's tests alone (seconds): QEMU boots it; see docs/kernel.md.
+test-kernel: kernel
+	$(PY) -m pytest -q tests/python/test_kernel.py
 
 test: setup lint fuzz-smoke kernel test-rust test-python
 

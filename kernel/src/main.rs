@@ -167,10 +167,12 @@ extern "C" fn kmain(start_info: u32) -> ! {
     // SAFETY: read after `apic::init`, interrupts off.
     let (tsc_hz, lapic_hz) = unsafe { (apic::CLOCK.get().tsc_hz, apic::CLOCK.get().lapic_hz) };
     kprintln!(
-        "clock: tsc {} Hz, lapic timer {} Hz (PIT-calibrated), lapic id {}",
+        "clock: tsc {} Hz, lapic timer {} Hz (PIT-calibrated), lapic id {}, cpuid max leaf {:#x}, tsc-deadline {}",
         tsc_hz,
         lapic_hz,
-        apic::lapic_id()
+        apic::lapic_id(),
+        cpu::cpuid(0, 0)[0],
+        cpu::cpuid(1, 0)[2] & (1 << 24) != 0
     );
     let watchdog = args.num("watchdog_ms").unwrap_or(10_000);
     apic::set_watchdog(apic::now().saturating_add(watchdog.saturating_mul(1_000_000)));
