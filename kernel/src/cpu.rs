@@ -121,6 +121,11 @@ pub fn inb(port: u16) -> u8 {
     v
 }
 #[inline]
+pub fn outw(port: u16, v: u16) {
+    // SAFETY: as `outb`.
+    unsafe { asm!("out dx, ax", in("dx") port, in("ax") v, options(nomem, nostack, preserves_flags)) }
+}
+#[inline]
 pub fn outl(port: u16, v: u32) {
     // SAFETY: as `outb`.
     unsafe { asm!("out dx, eax", in("dx") port, in("eax") v, options(nomem, nostack, preserves_flags)) }

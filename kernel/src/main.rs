@@ -32,11 +32,13 @@ pub mod apic;
 pub mod boot;
 pub mod cmdline;
 pub mod cpu;
+pub mod fwcfg;
 pub mod mem;
 pub mod pci;
 pub mod run;
 pub mod sched;
 pub mod serial;
+pub mod spec;
 pub mod usb;
 pub mod xhci;
 
@@ -132,6 +134,9 @@ extern "C" fn trap_entry(f: &mut cpu::TrapFrame) {
     // SAFETY: interrupts off (trap).
     let end = unsafe { RUN_END.get() };
     if now >= end.1 {
+        if spec::active() {
+            spec::finish(k, end.0, now);
+        }
         run::finish(k, end.0, now);
     }
     k.resched(f, now);
@@ -183,6 +188,7 @@ extern "C" fn kmain(start_info: u32) -> ! {
     match args.get("run") {
         Some("sched") => start_sched(&args),
         Some("usb") => start_usb(&args),
+        Some("spec") => start_spec(&args),
         Some("boot") | None => {}
         Some(other) => {
             kprintln!("unknown run \"{}\"", other);
@@ -269,6 +275,44 @@ fn start_usb(args: &cmdline::Args) -> ! {
         k.threads.len(),
         reads
     );
+    apic::arm_at(now, now);
+    // SAFETY: as in `start_sched`.
+    unsafe { core::arch::asm!("sti") };
+    loop {
+        // SAFETY: waits for interrupts.
+        unsafe { core::arch::asm!("hlt") };
+    }
+}
+
+/// Starts `run=spec` (see `spec`): the host's workload from fw_cfg.
+fn start_spec(args: &cmdline::Args) -> ! {
+    sched::init(args.has("falsify", "no-enforce"), args.has("inherit", "strict"));
+    let s = match spec::load() {
+        Ok(s) => s,
+        Err(e) => {
+            kprintln!("spec: {}", e);
+            exit(EXIT_FAIL)
+        }
+    };
+    if s.uses_usb() {
+        if let Err(e) = usb::init(apic::lapic_id(), args.has("falsify", "int0"), s.io_count()) {
+            kprintln!("usb: {}", e);
+            exit(EXIT_FAIL);
+        }
+    }
+    let k = sched::kernel();
+    if let Some(n) = args.num("max_repl") {
+        k.max_repl = n as usize;
+    }
+    if let Err(e) = spec::setup(k, s) {
+        kprintln!("spec: {}", e);
+        exit(EXIT_FAIL);
+    }
+    let now = apic::now();
+    let end = s.duration.map_or(u64::MAX, |d| now.saturating_add(d));
+    // SAFETY: interrupts still off.
+    unsafe { *RUN_END.get() = (now, end) };
+    kprintln!("run=spec: {} VCPUs, {} threads", k.vcpus.len(), k.threads.len());
     apic::arm_at(now, now);
     // SAFETY: as in `start_sched`.
     unsafe { core::arch::asm!("sti") };

@@ -40,6 +40,11 @@ use crate::cpu::{TrapFrame, VEC_CALL};
 use crate::KCell;
 
 pub const THREAD_STACK: usize = 64 * 1024;
+/// Run intervals kept per Main VCPU for the budget check (a VCPU with
+/// more is reported `truncated` and fails the check).
+pub const MAX_RUNS: usize = 32_768;
+/// I/O requests kept for the per-request report.
+pub const MAX_REQUESTS: usize = 20_000;
 
 /// Kernel calls (`int 0x80`, op in `rax`, arguments in `rdi`, `rsi`,
 /// `rdx`, result in `rax`).
@@ -55,8 +60,13 @@ pub const CALL_SET_IOVCPU: u64 = 4;
 /// Bottom half: `bh_next(class, job)` / `bh_done(job)`.
 pub const CALL_BH_NEXT: u64 = 5;
 pub const CALL_BH_DONE: u64 = 6;
-/// A reader has finished its reads.
+/// A reader (or, with argument `u64::MAX`, a spec task) has finished.
 pub const CALL_DONE: u64 = 7;
+/// The calling thread's CPU time so far (ns, guest TSC).
+pub const CALL_CPU_TIME: u64 = 9;
+/// The calling thread's job ends: its response time since its release is
+/// recorded, and it sleeps until its next release, `period` after the last.
+pub const CALL_PERIOD: u64 = 10;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum VcpuKind {
@@ -75,6 +85,8 @@ pub struct Vcpu {
     pub r0: u64,
     /// Its threads never block (the per-period check applies).
     pub cpu_bound: bool,
+    /// More run intervals than `MAX_RUNS`: the check cannot be made.
+    pub truncated: bool,
 }
 
 pub struct Thread {
@@ -91,6 +103,15 @@ pub struct Thread {
     pub mark: Option<Mark>,
     /// A CPU-bound thread's iteration counter (`run::hog`), if it is one.
     pub hog_slot: Option<usize>,
+    /// The release of its current job (`CALL_PERIOD`), its jobs' response
+    /// times, and the jobs that ended after their next release.
+    pub job_release: u64,
+    pub jobs: LatencyStats,
+    pub missed: u64,
+    /// Completed reads and writes, and I/O calls that failed.
+    pub reads: u64,
+    pub writes: u64,
+    pub io_errors: u64,
 }
 
 /// Timestamps (ns) of one I/O request, from its submission to the wake-up
@@ -148,6 +169,9 @@ pub struct Kernel {
     pub latency: Vec<ClassLatency>,
     /// Per fd (index = fd): each reader's own.
     pub latency_fd: Vec<ClassLatency>,
+    /// Every I/O request (thread, timestamps, time the thread resumed), up
+    /// to `MAX_REQUESTS` (run=spec prints them).
+    pub requests: Vec<(usize, Mark, u64)>,
     fx_init: [u8; 512],
 }
 
@@ -215,6 +239,7 @@ pub fn init(no_enforce: bool, strict: bool) {
             max_repl: DEFAULT_MAX_REPL,
             latency: Vec::new(),
             latency_fd: Vec::new(),
+            requests: Vec::new(),
             fx_init,
         })
     };
@@ -269,10 +294,11 @@ impl Kernel {
             name: name.into(),
             sid,
             kind,
-            runs: Vec::with_capacity(4096),
+            runs: Vec::with_capacity(MAX_RUNS),
             run_ns: 0,
             r0: now,
             cpu_bound: true,
+            truncated: false,
         });
         Ok(sid.0)
     }
@@ -306,6 +332,12 @@ impl Kernel {
             dispatches: 0,
             mark: None,
             hog_slot: None,
+            job_release: 0,
+            jobs: LatencyStats::new(),
+            missed: 0,
+            reads: 0,
+            writes: 0,
+            io_errors: 0,
         });
         Ok(tid.0)
     }
@@ -362,8 +394,12 @@ impl Kernel {
                 th.run_ns += ran;
                 let v = &mut self.vcpus[th.vcpu];
                 v.run_ns += ran;
-                if matches!(v.kind, VcpuKind::Main { .. }) && v.runs.len() < v.runs.capacity() {
-                    v.runs.push((self.since, now));
+                if matches!(v.kind, VcpuKind::Main { .. }) {
+                    if v.runs.len() < MAX_RUNS {
+                        v.runs.push((self.since, now));
+                    } else {
+                        v.truncated = true;
+                    }
                 }
             }
             None => self.idle = *f,
@@ -423,6 +459,9 @@ impl Kernel {
                 self.threads[t].dispatches += 1;
                 if let Some(m) = self.threads[t].mark.take() {
                     self.record(m, now);
+                    if self.requests.len() < MAX_REQUESTS {
+                        self.requests.push((t, m, now));
+                    }
                 }
             }
             None => *f = self.idle,
@@ -470,6 +509,22 @@ pub fn call(k: &mut Kernel, f: &mut TrapFrame, now: u64) -> bool {
             if f.rdi > now {
                 k.threads[t].release = Some(f.rdi);
                 k.block(now, t);
+            }
+        }
+        CALL_CPU_TIME => {
+            let th = &mut k.threads[t];
+            th.frame.rax = th.run_ns + now.saturating_sub(k.since);
+        }
+        CALL_PERIOD => {
+            let th = &mut k.threads[t];
+            th.jobs.record(Nanos(now.saturating_sub(th.job_release)));
+            th.job_release = th.job_release.saturating_add(f.rdi);
+            th.frame.rax = 0;
+            if th.job_release > now {
+                th.release = Some(th.job_release);
+                k.block(now, t);
+            } else {
+                th.missed += 1;
             }
         }
         CALL_YIELD_BLOCK => {

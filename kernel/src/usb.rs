@@ -531,12 +531,18 @@ impl Usb {
         let Some(p) = p else {
             return u64::MAX;
         };
+        let ok = j.cc == u64::from(xhci::CC_SUCCESS) || j.cc == u64::from(xhci::CC_SHORT_PACKET);
         if j.dir == 0 {
             fd.completed += 1;
             fd.bytes += j.result;
+            k.threads[p.thread].reads += 1;
         } else {
             fd.writes += 1;
             fd.written += j.result;
+            k.threads[p.thread].writes += 1;
+        }
+        if !ok {
+            k.threads[p.thread].io_errors += 1;
         }
         let mut mark = p.mark;
         mark.done = now;

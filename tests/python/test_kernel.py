@@ -250,3 +250,66 @@ def test_one_class_puts_every_device_on_one_interrupter(kernel: Path, tmp_path: 
     intr = {int(r["intr"]): int(r["transfer_events"]) for r in records(out, "intr")}
     assert intr == {0: 0, 1: DEVICES * (READS + 1)}, out
     assert routing_errors(out, READS, rebind=False) != [], out  # not the two-class routing
+
+
+# ---- run=spec: a workload from the host (fw_cfg opt/irqlab/spec) ------------
+
+SPEC = """\
+# USB-DIFFSERV Table II in miniature: a high reader every 10 ms, two low
+# readers, a medium CPU-bound task
+main high 2ms 10ms
+main low 4ms 20ms
+main med 5ms 20ms
+io io1 10%
+io io2 10%
+fd 0 1
+fd 1 2
+fd 2 2
+task high high 1 read=0 compute=200us period=10ms loop
+task low1 low 1 read=1 loop
+task low2 low 1 read=2 loop
+task med med 1 compute=1ms loop
+run 200ms
+"""
+
+
+def spec_args(tmp: Path, spec: str, devices: int = DEVICES) -> list[str]:
+    path = tmp / "spec.txt"
+    path.write_text(spec)
+    return usb_args(tmp, devices) + ["-fw_cfg", f"name=opt/irqlab/spec,file={path}"]
+
+
+def test_spec_workload_runs_with_per_request_timestamps(kernel: Path, tmp_path: Path) -> None:
+    rc, out = boot(kernel, "run=spec", spec_args(tmp_path, SPEC))
+    assert rc == PASS, out
+    tasks = {t["name"]: t for t in records(out, "task")}
+    high = tasks["high"]
+    # a job every 10 ms for 200 ms, none ending after its next release
+    assert 19 <= int(high["jobs"]) <= 21 and int(high["missed"]) == 0, out
+    # its job: a read (about 40 us) and 200 us of its own CPU time
+    assert 240_000 <= int(high["response_min_ns"]), out
+    fds = {int(f["fd"]): f for f in records(out, "fd")}
+    reqs = records(out, "req")
+    for fd, cls in [(0, 1), (1, 2), (2, 2)]:
+        f = fds[fd]
+        n = int(f["completed"])
+        assert n > 0 and int(f[f"events{cls}"]) == n and int(f["off_target"]) == 0, out
+        # one req line per completed request whose task has resumed (the
+        # run may end between the bottom half and the task), in causal order
+        mine = [r for r in reqs if int(r["fd"]) == fd]
+        assert n - 1 <= len(mine) <= n, (fd, len(mine), n)
+        for r in mine:
+            t = [int(r[k]) for k in ("submit_ns", "irq_ns", "bh_ns", "done_ns", "resumed_ns")]
+            assert t == sorted(t) and int(r["class"]) == cls, r
+    assert int(fds[0]["completed"]) == int(high["reads"]), out
+    assert budget_violations(out, served=False) == [], out
+
+
+def test_spec_errors_name_their_line(kernel: Path, tmp_path: Path) -> None:
+    bad_time = "main m 2ms 10ms\ntask t m 1 compute=3parsecs\n"
+    rc, out = boot(kernel, "run=spec", spec_args(tmp_path, bad_time))
+    assert rc == FAIL, out
+    assert "spec: line 2: bad time" in out, out
+    no_vcpu = "main m 2ms 10ms\ntask t nosuch 1 loop\n"
+    rc, out = boot(kernel, "run=spec", spec_args(tmp_path, no_vcpu))
+    assert rc == FAIL and "spec: a task names no Main VCPU" in out, out
