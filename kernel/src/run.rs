@@ -111,7 +111,7 @@ pub fn finish_with(k: &mut Kernel, start: u64, now: u64, ok_before: bool, served
         // Per period: at most C (plus the enforcement tolerance), and under
         // overload at least `served_pct` of C: the rest is the kernel's own
         // time -- traps, top halves -- charged to the server it interrupted
-        // (QUEST-VCPU runs top halves in the interrupted VCPU): under 1% in
+        // (this kernel's choice: QUEST-VCPU accounts bottom halves, not top halves): under 1% in
         // run=sched, about 20% under run=usb's interrupt load, where it is
         // only reported. Any window of length T:
         // at most 2C, as a periodic task run back to back (DESIGN §13).
