@@ -304,6 +304,9 @@ fn start_spec(args: &cmdline::Args) -> ! {
     if let Some(n) = args.num("max_repl") {
         k.max_repl = n as usize;
     }
+    // (printed first: QEMU's UART takes emulated time per character, which
+    // would otherwise delay the tasks' first releases)
+    kprintln!("run=spec: {} VCPUs, {} tasks", s.vcpus.len(), s.tasks.len());
     if let Err(e) = spec::setup(k, s) {
         kprintln!("spec: {}", e);
         exit(EXIT_FAIL);
@@ -312,7 +315,6 @@ fn start_spec(args: &cmdline::Args) -> ! {
     let end = s.duration.map_or(u64::MAX, |d| now.saturating_add(d));
     // SAFETY: interrupts still off.
     unsafe { *RUN_END.get() = (now, end) };
-    kprintln!("run=spec: {} VCPUs, {} threads", k.vcpus.len(), k.threads.len());
     apic::arm_at(now, now);
     // SAFETY: as in `start_sched`.
     unsafe { core::arch::asm!("sti") };

@@ -387,13 +387,19 @@ pub fn setup(k: &mut Kernel, s: &Spec) -> Result<(), String> {
             }
         }
     }
+    let mut threads = Vec::new();
     for (i, t) in s.tasks.iter().enumerate() {
         let Some(&(_, v)) = main_of.iter().find(|(n, _)| *n == t.vcpu) else {
             return Err(alloc::format!("task {}: no Main VCPU {}", t.name, t.vcpu));
         };
-        let th = k.add_thread(&t.name, v, t.prio, task_main, i as u64).map_err(e)?;
-        k.threads[th].job_release = now;
-        k.wake(now, th, None);
+        threads.push(k.add_thread(&t.name, v, t.prio, task_main, i as u64).map_err(e)?);
+    }
+    // Released together once every stack exists (zeroing a stack takes
+    // emulated time: under -icount each iteration of `rep stosb` counts).
+    let start = crate::apic::now();
+    for th in threads {
+        k.threads[th].job_release = start;
+        k.wake(start, th, None);
     }
     // A Main VCPU whose tasks never block is CPU-bound (the per-period check).
     for (name, v) in &main_of {
