@@ -313,3 +313,32 @@ def test_spec_errors_name_their_line(kernel: Path, tmp_path: Path) -> None:
     no_vcpu = "main m 2ms 10ms\ntask t nosuch 1 loop\n"
     rc, out = boot(kernel, "run=spec", spec_args(tmp_path, no_vcpu))
     assert rc == FAIL and "spec: a task names no Main VCPU" in out, out
+
+
+def high_reader(out: str) -> tuple[int, int]:
+    """The high task's worst job response and fd 0's worst top half -> task
+    resumed (ns)."""
+    high = {t["name"]: t for t in records(out, "task")}["high"]
+    lat = [r for r in records(out, "latency")
+           if r.get("fd") == "0" and r["what"] == "irq_to_task"]
+    return int(high["response_max_ns"]), int(lat[0]["max_ns"])
+
+
+def test_own_interrupter_isolates_the_high_reader(kernel: Path, tmp_path: Path) -> None:
+    """USB-DIFFSERV's claim on the guest, two-sided. With its own class
+    (interrupter 1, I/O VCPU io1) the high reader's completions reach it
+    within 100 us of the top half and its jobs (a read and 200 us of CPU)
+    end within 450 us; put the low readers' fds in its class (one
+    interrupter and one I/O VCPU for all, the single-interrupter driver)
+    and its completions queue behind theirs in the shared bottom half and
+    its PIBS budget: both bounds fail."""
+    rc, out = boot(kernel, "run=spec", spec_args(tmp_path, SPEC))
+    assert rc == PASS, out
+    resp, lat = high_reader(out)
+    assert resp < 450_000 and lat < 100_000, (resp, lat)
+    shared = (SPEC.replace("io io2 10%\n", "")
+              .replace("fd 1 2", "fd 1 1").replace("fd 2 2", "fd 2 1"))
+    rc, out = boot(kernel, "run=spec", spec_args(tmp_path, shared))
+    assert rc == PASS, out
+    resp, lat = high_reader(out)
+    assert resp > 450_000 and lat > 100_000, (resp, lat)
