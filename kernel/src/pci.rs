@@ -87,6 +87,9 @@ pub fn bar_mem(f: Func, n: u8) -> Result<(u64, u64), &'static str> {
     }
     let is64 = (lo >> 1) & 3 == 2;
     let hi = if is64 { read32(f, off + 4) } else { 0 };
+    // memory decoding off while the BAR reads back its size mask
+    let cmd = read16(f, 4);
+    write16(f, 4, cmd & !0x0002);
     // size: write all ones, read back, restore
     write32(f, off, 0xffff_ffff);
     let szlo = read32(f, off) & !0xf;
@@ -99,8 +102,12 @@ pub fn bar_mem(f: Func, n: u8) -> Result<(u64, u64), &'static str> {
         size = (!((u64::from(szhi) << 32) | u64::from(szlo))).wrapping_add(1);
     }
     let mut base = (u64::from(hi) << 32) | u64::from(lo & !0xf);
+    let restore = |r| {
+        write16(f, 4, cmd);
+        r
+    };
     if size == 0 || size > 0x1000_0000 {
-        return Err("BAR size out of range");
+        return restore(Err("BAR size out of range"));
     }
     if base == 0 {
         // Firmware that assigns no BARs (qboot): place it ourselves, in the
@@ -112,9 +119,9 @@ pub fn bar_mem(f: Func, n: u8) -> Result<(u64, u64), &'static str> {
         }
     }
     if base + size > 0x1_0000_0000 {
-        return Err("BAR above 4 GiB (outside the identity map)");
+        return restore(Err("BAR above 4 GiB (outside the identity map)"));
     }
-    Ok((base, size))
+    restore(Ok((base, size)))
 }
 
 /// Memory space and bus mastering on, legacy INTx off.
