@@ -399,14 +399,19 @@ pub fn print_usb(k: &Kernel, u: &crate::usb::Usb) -> bool {
                 if st.num() == 0 {
                     continue;
                 }
+                // quantiles from the core's HDR-style histogram (never below
+                // the truth, above it by less than one bucket width)
+                let [p50, p99] = st.histogram().quantiles([0.5, 0.99]);
                 kprintln!(
-                    "latency {}={} what={} n={} min_ns={} mean_ns={} max_ns={}",
+                    "latency {}={} what={} n={} min_ns={} mean_ns={} p50_ns={} p99_ns={} max_ns={}",
                     key,
                     c,
                     what,
                     st.num(),
                     st.min().map_or(0, |x| x.0),
                     st.mean().map_or(0, |x| x as u64),
+                    p50.unwrap_or(0),
+                    p99.unwrap_or(0),
                     st.max().map_or(0, |x| x.0)
                 );
             }
