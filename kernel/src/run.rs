@@ -84,6 +84,7 @@ pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
 /// period, 0 to only report it).
 pub fn finish_with(k: &mut Kernel, start: u64, now: u64, ok_before: bool, served_pct: u64) -> ! {
     let dur = now - start;
+    kprintln!("end start_ns={} now_ns={}", start, now);
     kprintln!(
         "sched: duration_ns={} resched={} timer_irqs={} timer_late_max_ns={} core_errors={} switches={}",
         dur,
@@ -121,12 +122,13 @@ pub fn finish_with(k: &mut Kernel, start: u64, now: u64, ok_before: bool, served
         let served = !v.cpu_bound || (periods > 0 && pmin * 100 >= budget * served_pct);
         ok &= within && served;
         kprintln!(
-            "vcpu name={} cpu_bound={} truncated={} budget_ns={} period_ns={} periods={} intervals={} consumed_ns={} period_max_ns={} period_min_ns={} window_max_ns={} within_budget={} served={}",
+            "vcpu name={} cpu_bound={} truncated={} budget_ns={} period_ns={} r0_ns={} periods={} intervals={} consumed_ns={} period_max_ns={} period_min_ns={} window_max_ns={} within_budget={} served={}",
             v.name,
             v.cpu_bound,
             v.truncated,
             budget,
             period,
+            v.r0,
             periods,
             v.runs.len(),
             v.run_ns,

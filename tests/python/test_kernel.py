@@ -101,9 +101,36 @@ def budget_violations(out: str, served: bool = True) -> list[str]:
     return bad
 
 
+def recomputed(out: str, end_ns: int) -> dict[str, tuple[int, int, int]]:
+    """Per Main VCPU, from the run intervals the kernel dumped
+    (`debug=runs`), recomputed here: the most and least CPU time in a whole
+    period [r0 + kT, r0 + (k+1)T) up to `end_ns`, and the most in any
+    window of length T (the maximum starts where an interval starts)."""
+    runs: dict[str, list[tuple[int, int]]] = {}
+    for r in records(out, "run"):
+        runs.setdefault(r["vcpu"], []).append((int(r["start"]), int(r["end"])))
+    res = {}
+    for v in records(out, "vcpu"):
+        t, r0 = int(v["period_ns"]), int(v["r0_ns"])
+        iv = runs.get(v["name"], [])
+
+        def used(a: int, b: int, iv: list[tuple[int, int]] = iv) -> int:
+            return sum(max(0, min(e, b) - max(s, a)) for s, e in iv)
+
+        per = [used(r0 + k * t, r0 + (k + 1) * t) for k in range((end_ns - r0) // t)]
+        win = max((used(s, s + t) for s, _ in iv), default=0)
+        res[v["name"]] = (max(per), min(per), win)
+    return res
+
+
 def test_main_vcpus_never_exceed_their_budget_per_period(kernel: Path) -> None:
-    rc, out = boot(kernel, "run=sched duration_ms=300", ICOUNT)
+    rc, out = boot(kernel, "run=sched duration_ms=300 debug=runs", ICOUNT)
     assert rc == PASS, out
+    # the kernel's figures, recomputed from its raw intervals
+    again = recomputed(out, int(records(out, "end")[0]["now_ns"]))
+    for v in records(out, "vcpu"):
+        mine = (int(v["period_max_ns"]), int(v["period_min_ns"]), int(v["window_max_ns"]))
+        assert again[v["name"]] == mine, (v["name"], again[v["name"]], mine)
     vcpus = records(out, "vcpu")
     assert [v["name"] for v in vcpus] == ["main0", "main1", "main2"], out
     # 300 ms of 10, 20 and 50 ms periods, whole periods only
