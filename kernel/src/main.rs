@@ -215,6 +215,7 @@ extern "C" fn kmain(start_info: u32) -> ! {
 fn start_sched(args: &cmdline::Args) -> ! {
     sched::init(args.has("falsify", "no-enforce"), args.has("inherit", "strict"));
     let k = sched::kernel();
+    k.charge_system = args.has("charge", "system");
     if let Err(e) = run::setup_sched(k) {
         kprintln!("setup failed: {}", e);
         exit(EXIT_FAIL);
@@ -256,6 +257,7 @@ fn start_usb(args: &cmdline::Args) -> ! {
     if let Some(n) = args.num("max_repl") {
         k.max_repl = n as usize;
     }
+    k.charge_system = args.has("charge", "system");
     let reads = args.num("reads").unwrap_or(100);
     if let Err(e) = run::setup_usb(
         k,
@@ -304,6 +306,7 @@ fn start_spec(args: &cmdline::Args) -> ! {
     if let Some(n) = args.num("max_repl") {
         k.max_repl = n as usize;
     }
+    k.charge_system = args.has("charge", "system");
     // (printed first: QEMU's UART takes emulated time per character, which
     // would otherwise delay the tasks' first releases)
     kprintln!("run=spec: {} VCPUs, {} tasks", s.vcpus.len(), s.tasks.len());

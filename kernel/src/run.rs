@@ -84,7 +84,7 @@ pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
 /// period, 0 to only report it).
 pub fn finish_with(k: &mut Kernel, start: u64, now: u64, ok_before: bool, served_pct: u64) -> ! {
     let dur = now - start;
-    kprintln!("end start_ns={} now_ns={}", start, now);
+    kprintln!("end start_ns={} now_ns={} excluded_ns={}", start, now, k.excluded);
     kprintln!(
         "sched: duration_ns={} resched={} timer_irqs={} timer_late_max_ns={} core_errors={} switches={}",
         dur,

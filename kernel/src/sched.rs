@@ -162,6 +162,11 @@ pub struct Kernel {
     /// period when service for one ends (`Inherit::Strict`), else keep the
     /// highest until they block (QUEST-VCPU Alg. 10, `Inherit::Paper`).
     pub strict: bool,
+    /// `charge=system`: the kernel's time in traps is excluded from the
+    /// servers (`Scheduler::exclude`) instead of charged to the one that
+    /// runs next; `excluded` sums it.
+    pub charge_system: bool,
+    pub excluded: u64,
     /// The Main VCPUs' replenishment-queue bound (`max_repl=`, default 32,
     /// QUEST-VCPU §3).
     pub max_repl: usize,
@@ -237,6 +242,8 @@ pub fn init(no_enforce: bool, strict: bool) {
             no_enforce,
             strict,
             max_repl: DEFAULT_MAX_REPL,
+            charge_system: false,
+            excluded: 0,
             latency: Vec::new(),
             latency_fd: Vec::new(),
             requests: Vec::new(),
@@ -475,6 +482,13 @@ impl Kernel {
         }
         apic::arm_at(now, at);
         self.since = apic::now();
+        if self.charge_system {
+            // The trap's own time (top half, decision, switch: from `now`
+            // to the return) is the system's, not the next server's
+            // (VINT §III's rule for a hypervisor's ISRs).
+            self.sched.exclude(Nanos(self.since.saturating_sub(now)));
+            self.excluded += self.since.saturating_sub(now);
+        }
     }
 }
 
