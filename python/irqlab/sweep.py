@@ -413,7 +413,7 @@ def flatten(data: Any, prefix: str) -> dict[str, Any]:
 def run_point(grid: Grid, point: Mapping[str, Any]) -> dict[str, Any]:
     """Run one point; returns its recorded values (no point columns).
     An invalid point gives ``error`` instead of raising."""
-    from irqlab.analysis import bounds
+    from irqlab.analysis import analyze
     from irqlab.sim import simulate
 
     data: dict[str, Any] = {}
@@ -430,7 +430,7 @@ def run_point(grid: Grid, point: Mapping[str, Any]) -> dict[str, Any]:
     if grid.mode in ("simulate", "both"):
         data["sim"] = simulate(m).metrics
     if grid.mode in ("analyze", "both"):
-        data["analysis"] = bounds(m)
+        data["analysis"] = analyze(m)
     return _recorded(grid, data)
 
 
