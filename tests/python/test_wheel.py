@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 
 import irqlab
+from irqlab import experiments
 from irqlab.model import scenarios
 
 REPO = Path(__file__).resolve().parents[2]
@@ -142,3 +143,7 @@ def test_installed_package_runs_outside_the_checkout(installed: Path,
     assert report.returncode == 0, report.stderr
     page = (tmp_path / "run" / "report.html").read_text()
     assert page.lstrip().lower().startswith("<!doctype html") and "control" in page
+
+    names = _run(installed, tmp_path, "irqlab", "reproduce", "--names")
+    assert names.returncode == 0, names.stderr
+    assert names.stdout.split() == list(experiments.registry())
