@@ -46,6 +46,43 @@ EXPECT: dict[str, dict[str, Any]] = {
 }
 
 
+def _blocks(text: str, info: str) -> list[str]:
+    """The fenced blocks of ``text`` whose info string is ``info``."""
+    blocks: list[str] = []
+    lang: str | None = None
+    body: list[str] = []
+    for line in text.splitlines():
+        if lang is None and line.startswith("```"):
+            lang, body = line[3:].strip(), []
+        elif lang is not None and line == "```":
+            if lang == info:
+                blocks.append("\n".join(body) + "\n")
+            lang = None
+        elif lang is not None:
+            body.append(line)
+    return blocks
+
+
+def quoted_runs(text: str) -> dict[str, list[str]]:
+    """The output lines the cookbook quotes under `$ irqlab simulate
+    examples/cookbook/NAME.yaml`, by NAME (lines cut short with `...` left
+    out)."""
+    quoted: dict[str, list[str]] = {}
+    for block in _blocks(text, ""):
+        current = None
+        for line in block.splitlines():
+            m = re.match(r"\$ irqlab simulate examples/cookbook/([\w.-]+)\.yaml\b", line)
+            if line.startswith("$"):
+                current = m.group(1) if m else None
+            elif current and "..." not in line and line.strip().startswith(
+                    ("task ", "device ", "virtual interrupt ", "VCPU ", "warning:")):
+                quoted.setdefault(current, []).append(line.strip())
+    return quoted
+
+
+QUOTED = quoted_runs(COOKBOOK.read_text())
+
+
 def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     rc = main(list(args))
     out = capsys.readouterr()
@@ -54,6 +91,8 @@ def cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 
 def test_every_example_has_its_expectation() -> None:
     assert sorted(EXPECT) == [f.stem for f in FILES]
+    # every recipe quotes its run, and what it quotes is checked below
+    assert sorted(QUOTED) == [f.stem for f in FILES]
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
@@ -70,6 +109,9 @@ def test_example_checks_simulates_and_analyzes(path: Path, tmp_path: Path,
 
     rc, out = cli(capsys, "simulate", str(path), "--out", str(tmp_path / "run"), "--no-plots")
     assert rc == 0, out
+    printed = {line.strip() for line in out.splitlines()}
+    missing = [line for line in QUOTED.get(path.stem, []) if line not in printed]
+    assert not missing, f"docs/cookbook.md quotes lines this run does not print: {missing}"
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
     periodic = [t["name"] for t in metrics["tasks"] if t["released"] > 1]
     assert periodic, "every example has a periodic task"
@@ -131,7 +173,7 @@ def test_timer_tick_adds_the_ticks_inside_the_job() -> None:
 
 
 def _yaml_blocks(text: str) -> list[str]:
-    return re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    return _blocks(text, "yaml")
 
 
 def test_cookbook_names_every_example_and_its_models_check() -> None:
