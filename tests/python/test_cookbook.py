@@ -203,3 +203,21 @@ def test_vm_without_vint_loses_serviceability() -> None:
     del virq["vint"]
     (vnic,) = _sim(model)["virqs"]
     assert vnic["serviceable"] < 0.75 * vnic["arrivals"]
+
+
+def test_walkthrough_first_step_prints_what_the_page_quotes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Step 1 of the walk-through: the page's first model, saved as
+    first.yaml, checks and simulates as the page shows."""
+    text = COOKBOOK.read_text()
+    first = _yaml_blocks(text)[0]
+    (tmp_path / "first.yaml").write_text(first)
+    rc, out = cli(capsys, "check", str(tmp_path / "first.yaml"))
+    assert rc == 0
+    for line in ("first.yaml: valid (quest path, 1 CPU(s))", "cpu 0: ctl (main, sporadic 40.00%)"):
+        assert line in out and line in text
+    rc, out = cli(capsys, "simulate", str(tmp_path / "first.yaml"), "--out",
+                  str(tmp_path / "out"), "--no-plots")
+    assert rc == 0
+    line = "task control: 101 released, 100 finished, 0 misses, mean response 1000.0us"
+    assert line in out and line in text
