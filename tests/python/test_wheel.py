@@ -8,8 +8,9 @@ installed from there without the index afterwards -- and runs the installed
 `irqlab` with the temporary directory as its working directory and an
 environment that names nothing of the checkout, so nothing can be imported
 from the source tree: `check`, `simulate`, `analyze` and `report` on a
-shipped scenario read from the installed package data, and `reproduce
---names` from the installed experiments.
+shipped scenario read from the installed package data, `reproduce
+--names` from the installed experiments, and one experiment that reads the
+package's data (usb-latency, its measured costs).
 
 It fails when the wheel leaves out a scenario, the experiments' data or the
 native module, when a runtime dependency is not declared in pyproject.toml
@@ -147,3 +148,8 @@ def test_installed_package_runs_outside_the_checkout(installed: Path,
     names = _run(installed, tmp_path, "irqlab", "reproduce", "--names")
     assert names.returncode == 0, names.stderr
     assert names.stdout.split() == list(experiments.registry())
+    # an experiment that reads the package's data (experiments/costs-vm.yaml)
+    rep = _run(installed, tmp_path, "irqlab", "reproduce", "usb-latency", "--quick",
+               "--out", "rep", "--json", "rep.json")
+    assert rep.returncode == 0, rep.stderr
+    assert json.loads((tmp_path / "rep.json").read_text())["summary"]["claims"] > 0
