@@ -13,12 +13,13 @@ CARGO ?= cargo
 # `irqlab report` page headless in tests/python/test_report.py; clang and
 # libbpf-dev build irqlab-rt's kernel-upcall BPF object, bpftool checks
 # nothing stays attached; rt-app replays `irqlab export rt-app` in
-# tests/python/test_export_rtapp.py).
-APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpftool rt-app
+# tests/python/test_export_rtapp.py; qemu-system-x86 boots kernel/ in
+# tests/python/test_kernel.py).
+APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpftool rt-app qemu-system-x86
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: all setup apt venv develop wheel demo test test-rust test-python lint bench clean guest fuzz fuzz-smoke dispatch
+.PHONY: all setup apt venv develop wheel demo test test-rust test-python lint lint-kernel bench clean guest kernel test-kernel fuzz fuzz-smoke dispatch
 
 all: setup
 
@@ -79,12 +80,29 @@ demo: setup
 guest:
 	$(MAKE) -C guest
 
-test: setup lint fuzz-smoke test-rust test-python
+# The irqlab kernel (kernel/, docs/kernel.md): a standalone cargo project
+# built for the host target as a freestanding ELF; it must be built from its
+# own directory (kernel/.cargo/config.toml holds the link flags).
+# tests/python/test_kernel.py boots it under QEMU.
+KERNEL_CARGO := cd kernel && $(CARGO)
+KERNEL_TARGET := --target x86_64-unknown-linux-gnu
+kernel:
+	$(KERNEL_CARGO) build --release -q $(KERNEL_TARGET)
 
-lint:
+# The kernel's tests alone (seconds): QEMU boots it; see docs/kernel.md.
+test-kernel: kernel
+	$(PY) -m pytest -q tests/python/test_kernel.py
+
+test: setup lint fuzz-smoke kernel test-rust test-python
+
+lint: lint-kernel
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -q -- -D warnings
 	$(VENV)/bin/ruff check $(wildcard python tests bench hdl examples)
+
+lint-kernel:
+	$(KERNEL_CARGO) fmt -- --check
+	$(KERNEL_CARGO) clippy --release -q $(KERNEL_TARGET) -- -D warnings
 
 # The real-time tests run with the kernel's RT throttling off when root
 # (restored after; see the script).
@@ -142,4 +160,5 @@ bench: setup
 
 clean:
 	$(CARGO) clean
+	$(KERNEL_CARGO) clean
 	rm -rf $(VENV) out

@@ -10,7 +10,7 @@ valid for every phasing) and in simulation, sets the analysis calls
 serviceable but the simulation shows late and simulated times above a safe
 bound (both must be 0), and flows above the paper's Eq. 5 + 7 (deferrable
 pseudo-VCPUs). The work is the Rust example
-crates/irqlab-sim/examples/vint_serviceability.rs; IRQLAB_VINT_SETS sets the
+crates/irqlab-analysis/examples/vint_serviceability.rs; IRQLAB_VINT_SETS sets the
 systems per point (default 100)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def main() -> int:
     sets = os.environ.get("IRQLAB_VINT_SETS", "100")
-    cmd = [os.environ.get("CARGO", "cargo"), "run", "-q", "--release", "-p", "irqlab-sim",
+    cmd = [os.environ.get("CARGO", "cargo"), "run", "-q", "--release", "-p", "irqlab-analysis",
            "--example", "vint_serviceability", "--", "--sets", sets]
     return subprocess.run(cmd, cwd=ROOT).returncode
 

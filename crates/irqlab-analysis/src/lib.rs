@@ -7,7 +7,11 @@
 //! * `prm` -- the periodic resource model's supply-bound function and the
 //!   exact hierarchical fixed-priority test (Shin & Lee);
 //! * `gen` / `sweep` -- generators (UUniFast, VINT Table II) and the
-//!   parallel, deterministic sweeps behind VINT Figures 4-9.
+//!   parallel, deterministic sweeps behind VINT Figures 4-9;
+//! * `system` -- the analysis of a whole resolved system
+//!   (`irqlab_system::SimConfig`): the bounds `irqlab analyze` prints, per
+//!   CPU, server, task and read (`system::model_bounds`; `vms` machines
+//!   `system::hypervisor_bounds`), built on the equations above.
 //!
 //! Design principles: integer nanoseconds and exact arithmetic in the
 //! tests themselves; floats only for utilization sums and reports.
@@ -17,5 +21,6 @@ pub mod prm;
 pub mod quest;
 pub mod rta;
 pub mod sweep;
+pub mod system;
 pub mod usb;
 pub mod vint;

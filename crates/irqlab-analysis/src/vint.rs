@@ -107,14 +107,13 @@ fn jitter(r: Replenish, budget: u64, period: u64) -> u64 {
 /// for `Tp < Ti` -- we keep Eq. 1's ceiling for the instance count).
 pub fn pseudo_budget(p: &Pcpu, irq: usize, period: u64) -> u64 {
     let i = &p.virt[irq];
-    let n = period.div_ceil(i.period);
     let extra: u64 = p
         .virt
         .iter()
         .filter(|u| u.vcpu == i.vcpu && !u.managed)
         .map(|u| u.isr)
         .sum();
-    n * (i.total() + extra)
+    irqlab_core::vint::pseudo_budget(i.total(), i.period, period, extra)
 }
 
 /// Pseudo-VCPUs of the managed interrupts, with periods `ratio` times the
@@ -283,7 +282,7 @@ pub fn phys_response(p: &Pcpu, i: usize, limit: u64) -> Option<u64> {
 /// pseudo-VCPU (blocking by lower-priority pseudo-VCPUs' and unmanaged ISRs
 /// of the same VCPU; every physical ISR; higher-priority pseudo-VCPUs;
 /// `extra` interference, e.g. VCPU switch overhead in
-/// `irqlab_sim::hypervisor_bounds`). Measured from the injection, with
+/// `irqlab_analysis::system::hypervisor_bounds`). Measured from the injection, with
 /// every later instance of the busy window: injections follow the physical
 /// ISR, so two of them are at least `T - (Eq. 5 - C^pi)` apart; callers
 /// pass `limit <= T - Eq. 5` (as `flow_bound` does), and within it one

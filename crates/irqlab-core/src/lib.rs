@@ -29,6 +29,7 @@ pub mod scheduler;
 pub mod server;
 pub mod sporadic;
 pub mod time;
+pub mod vint;
 
 pub use cbs::Cbs;
 pub use error::CoreError;

@@ -55,24 +55,25 @@ fn usb_latency_bound(
 }
 
 /// VINT Eq. 3-8 for a hypervisor configuration (the resolved `SimConfig`
-/// as JSON text, `irqlab_sim::hypervisor_bounds`); returns the bounds as
+/// as JSON text, `irqlab_analysis::system::hypervisor_bounds`); returns the bounds as
 /// JSON text. Bad configurations raise `ValueError` naming the field.
 #[pyfunction]
 fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
     let cfg = crate::sim_api::parse_config(config_json)?;
     let b = crate::guard("hypervisor_bounds", || {
-        irqlab_sim::hypervisor_bounds(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+        irqlab_analysis::system::hypervisor_bounds(&cfg)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
     })?;
     serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Bounds of a `quest`, `quest-no-iovcpu` or `linux` configuration
-/// (`irqlab_sim::model_bounds`), JSON text in and out.
+/// (`irqlab_analysis::system::model_bounds`), JSON text in and out.
 #[pyfunction]
 fn model_bounds(config_json: &str) -> PyResult<String> {
     let cfg = irqlab_sim::SimConfig::from_json_str(config_json)
         .map_err(|e| PyValueError::new_err(format!("simulation config: {e}")))?;
-    let b = irqlab_sim::model_bounds::model_bounds(&cfg)
+    let b = irqlab_analysis::system::model_bounds(&cfg)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
 }

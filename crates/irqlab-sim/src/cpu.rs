@@ -19,11 +19,11 @@ use std::collections::BTreeMap;
 use irqlab_core::{Nanos, Scheduler, Server, ServerPolicy};
 
 use crate::config::InterruptPath;
-use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
 use crate::metrics::CpuMetrics;
 use crate::paths::linux::Softirq;
 use crate::thread::BhJob;
+use crate::SimError;
 
 /// Where a top half comes from (for names in traces).
 #[derive(Copy, Clone, Debug)]

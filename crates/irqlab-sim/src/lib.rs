@@ -7,20 +7,12 @@
 //! the same metrics bit for bit. Bad configuration is an error naming the
 //! field, the value and the rule.
 
-pub mod arrival_bounds;
 mod collect;
-pub mod config;
 mod cpu;
 mod devices;
 mod engine;
-pub mod error;
-pub mod hypervisor_bounds;
-mod hypervisor_inputs;
-pub mod io_bounds;
-pub mod lower;
 pub mod machine;
 pub mod metrics;
-pub mod model_bounds;
 mod paths;
 mod program;
 pub mod records;
@@ -30,10 +22,11 @@ pub mod testgen;
 mod thread;
 pub mod trace;
 
-pub use config::SimConfig;
-pub use error::SimError;
-pub use hypervisor_bounds::hypervisor_bounds;
-pub use lower::from_model;
+pub use irqlab_system::from_model;
+/// The simulator's errors are the resolved system's.
+pub use irqlab_system::SystemError as SimError;
+/// The resolved system the simulator runs (`irqlab-system`).
+pub use irqlab_system::{config, lower, SimConfig};
 pub use machine::Simulation;
 pub use metrics::Metrics;
 pub use records::{Records, RecordsCfg};

@@ -37,12 +37,12 @@ use crate::cpu::Cpu;
 use crate::devices::xhci::XhciState;
 use crate::devices::DeviceState;
 use crate::engine::{earliest, Dirty, EvKind, Events, Next, Timers, SLOTS_MAX};
-use crate::error::SimError;
 use crate::metrics::Metrics;
 use crate::paths::hypervisor::VirqState;
 use crate::records::Records;
 use crate::thread::Thread;
 use crate::trace::Trace;
+use crate::SimError;
 
 /// Events allowed at one instant before the run is declared stuck (a
 /// zero-delay event loop that would otherwise never end).

@@ -24,9 +24,9 @@ use irqlab_core::{LatencyStats, Nanos};
 use crate::collect::TaskInfo;
 use crate::config::{DeviceKind, InterruptPath, Phase, Release};
 use crate::engine::EvKind;
-use crate::error::SimError;
 use crate::machine::{core_err, Simulation, MAX_STEPS};
 use crate::thread::{Kind, Thread};
+use crate::SimError;
 
 #[derive(Copy, Clone, Debug)]
 pub(crate) enum Op {

@@ -7,20 +7,7 @@
 //! per-event memory); when on, every row is kept -- never silently capped
 //! -- so memory grows with the run, which the user asked for.
 
-use serde::{Deserialize, Serialize};
-
-/// Which records to keep.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RecordsCfg {
-    /// One row per finished job: task, release, completion, late.
-    #[serde(default)]
-    pub jobs: bool,
-    /// One row per finished I/O request: device, submission (or arrival),
-    /// return to the task.
-    #[serde(default)]
-    pub requests: bool,
-}
+pub use irqlab_system::config::RecordsCfg;
 
 /// The recorded rows, as columns (all of one length per table).
 #[derive(Clone, Debug, Default, PartialEq)]

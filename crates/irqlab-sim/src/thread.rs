@@ -16,9 +16,9 @@ use std::collections::VecDeque;
 
 use irqlab_core::{Nanos, ThreadId};
 
-use crate::error::SimError;
 use crate::machine::{core_err, Simulation};
 use crate::program::TaskState;
+use crate::SimError;
 
 /// What a bottom-half job does when it ends.
 #[derive(Clone, Debug)]

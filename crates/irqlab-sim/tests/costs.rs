@@ -3,7 +3,8 @@
 
 use std::path::Path;
 
-use irqlab_sim::{from_model, model_bounds::model_bounds, simulate, SimConfig};
+use irqlab_analysis::system::model_bounds;
+use irqlab_sim::{from_model, simulate, SimConfig};
 
 fn lower(text: &str) -> SimConfig {
     let (m, _) = irqlab_model::load_str(text).expect("valid model");

@@ -44,7 +44,7 @@ impl PseudoVcpu {
     /// VINT Eq. 1: `C_p = ceil(T_p / T_i) * C_i` (every virtual interrupt
     /// of the VCPU managed).
     pub fn eq1_budget(c_i: Nanos, t_i: Nanos, t_p: Nanos) -> Nanos {
-        Nanos(t_p.0.div_ceil(t_i.0.max(1)) * c_i.0)
+        Nanos(irqlab_core::vint::pseudo_budget(c_i.0, t_i.0, t_p.0, 0))
     }
     /// Most injections per pseudo-VCPU period (§V-B): `ceil(T_p / T_i)`.
     pub fn counter_max(&self) -> u64 {

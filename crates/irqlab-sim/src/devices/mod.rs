@@ -25,9 +25,9 @@ use irqlab_core::{LatencyRecorder, Nanos};
 use crate::config::DeviceKind;
 use crate::cpu::{Isr, IsrSource};
 use crate::engine::EvKind;
-use crate::error::SimError;
 use crate::machine::Simulation;
 use crate::thread::{BhJob, Deliver};
+use crate::SimError;
 
 pub(crate) struct DeviceState {
     pub(crate) buffer: VecDeque<(u64, u64)>,

@@ -19,9 +19,9 @@ use std::collections::VecDeque;
 use crate::config::{DeviceKind, InterruptPath, MICROFRAME_NS};
 use crate::cpu::{Isr, IsrKey, IsrSource};
 use crate::engine::EvKind;
-use crate::error::SimError;
 use crate::machine::Simulation;
 use crate::thread::{BhJob, Deliver};
+use crate::SimError;
 
 /// Run-time state of an xHCI controller: per interrupter, its event ring,
 /// the time of its last interrupt (moderation) and its bottom-half thread.

@@ -28,10 +28,10 @@ use crate::collect::ServerInfo;
 use crate::config::DeviceKind;
 use crate::cpu::{Isr, IsrSource};
 use crate::engine::EvKind;
-use crate::error::SimError;
 use crate::machine::{core_err, Simulation};
 use crate::supply::{Replenish, VcpuSupply};
 use crate::thread::{BhJob, Deliver};
+use crate::SimError;
 
 /// Run-time state of a virtual interrupt (VINT §III, §V).
 pub(crate) struct VirqState {

@@ -19,9 +19,9 @@
 use std::collections::VecDeque;
 
 use crate::collect::ServerInfo;
-use crate::error::SimError;
 use crate::machine::{build_server, core_err, Simulation};
 use crate::thread::{BhJob, Kind};
+use crate::SimError;
 
 /// The softirq context of one CPU (`linux` path).
 #[derive(Debug, Default)]

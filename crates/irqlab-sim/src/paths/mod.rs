@@ -31,23 +31,9 @@ use irqlab_core::ThreadPolicy;
 
 use crate::config::InterruptPath;
 use crate::cpu::{Isr, IsrSource};
-use crate::error::SimError;
 use crate::machine::{core_err, Simulation};
 use crate::thread::{BhJob, Thread};
-
-impl InterruptPath {
-    /// Top-half time is the hypervisor's, not the running VCPU's.
-    pub(crate) fn hypervisor_pays_top_halves(self) -> bool {
-        self == InterruptPath::Hypervisor
-    }
-
-    /// A device interrupt carries a bottom-half job of its own (on the
-    /// hypervisor path its handling is the virtual interrupts it raises,
-    /// and the NIC's receive ring is not modelled).
-    pub(crate) fn has_bottom_halves(self) -> bool {
-        self != InterruptPath::Hypervisor
-    }
-}
+use crate::SimError;
 
 impl Simulation {
     /// One bottom-half thread per I/O class, in the server the path says

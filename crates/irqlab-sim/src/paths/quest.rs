@@ -14,8 +14,8 @@
 use irqlab_core::Nanos;
 
 use crate::config::{PolicyCfg, SimConfig};
-use crate::error::SimError;
 use crate::machine::{core_err, Simulation};
+use crate::SimError;
 
 /// The server running the bottom halves of class `class`: its I/O VCPU.
 pub(crate) fn class_home(cfg: &SimConfig, class: usize) -> Option<usize> {

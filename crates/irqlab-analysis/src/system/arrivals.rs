@@ -13,8 +13,8 @@
 //! or background, the longest period a PIBS I/O VCPU may inherit, and the
 //! bottom halves charged to a Main VCPU on `quest-no-iovcpu`.
 
-use crate::config::{ArrivalCfg, DeviceKind, Phase, Release, SimConfig};
-use irqlab_analysis::rta::Interferer;
+use crate::rta::Interferer;
+use irqlab_system::config::{ArrivalCfg, DeviceKind, Phase, Release, SimConfig};
 
 /// "Never again" as a period: one arrival in total.
 pub const ONCE: u64 = u64::MAX / 4;
@@ -127,7 +127,7 @@ fn requested(cfg: &SimConfig, device: usize) -> Result<(u64, u64, u64), String> 
 /// loop.
 fn paced(
     cfg: &SimConfig,
-    task: &crate::config::TaskCfg,
+    task: &irqlab_system::config::TaskCfg,
     device: usize,
 ) -> Result<(u64, u64, u64), String> {
     let no = |why: &str| {
@@ -138,13 +138,13 @@ fn paced(
     };
     let server = &cfg.servers[task.server];
     let (c, t, j) = match server.policy {
-        crate::config::PolicyCfg::Sporadic {
+        irqlab_system::config::PolicyCfg::Sporadic {
             background: true, ..
         } => return no("its server runs in background mode past its budget"),
-        crate::config::PolicyCfg::Sporadic { .. }
-        | crate::config::PolicyCfg::Deferrable { .. }
-        | crate::config::PolicyCfg::Polling { .. } => {
-            match crate::model_bounds::budget_of(&server.policy) {
+        irqlab_system::config::PolicyCfg::Sporadic { .. }
+        | irqlab_system::config::PolicyCfg::Deferrable { .. }
+        | irqlab_system::config::PolicyCfg::Polling { .. } => {
+            match crate::system::budget_of(&server.policy) {
                 Some((c, t, j, _)) => (c, t, j),
                 None => return no("its server has no budget"),
             }
@@ -278,7 +278,7 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
     let w = cfg
         .servers
         .iter()
-        .filter_map(|s| crate::model_bounds::budget_of(&s.policy).map(|b| b.1))
+        .filter_map(|s| crate::system::budget_of(&s.policy).map(|b| b.1))
         .max()
         .unwrap_or(1_000_000_000);
     cfg.devices
@@ -388,9 +388,7 @@ pub fn served_period(cfg: &SimConfig, s: usize) -> u64 {
                     .any(|(d, dev)| dev.class == k && requests(&task.program, d) != Some(0))
         });
         if uses {
-            if let Some((_, p, _, _)) =
-                crate::model_bounds::budget_of(&cfg.servers[task.server].policy)
-            {
+            if let Some((_, p, _, _)) = crate::system::budget_of(&cfg.servers[task.server].policy) {
                 t = t.max(p);
             }
         }

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::SimError;
+use crate::error::SystemError;
 
 mod check;
 mod fast;
@@ -51,6 +51,18 @@ impl InterruptPath {
             InterruptPath::Linux => "linux",
             InterruptPath::Hypervisor => "hypervisor",
         }
+    }
+
+    /// Top-half time is the hypervisor's, not the running VCPU's.
+    pub fn hypervisor_pays_top_halves(self) -> bool {
+        self == InterruptPath::Hypervisor
+    }
+
+    /// A device interrupt carries a bottom-half job of its own (on the
+    /// hypervisor path its handling is the virtual interrupts it raises,
+    /// and the NIC's receive ring is not modelled).
+    pub fn has_bottom_halves(self) -> bool {
+        self != InterruptPath::Hypervisor
     }
 }
 
@@ -633,7 +645,7 @@ pub struct SimConfig {
     pub max_window_values: usize,
     /// Per-job and per-request records (off by default; every row is kept).
     #[serde(default)]
-    pub records: crate::records::RecordsCfg,
+    pub records: RecordsCfg,
 }
 
 impl SimConfig {
@@ -663,4 +675,17 @@ fn one_cpu() -> usize {
 
 fn default_window() -> u64 {
     1_000_000_000
+}
+
+/// Which records to keep.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordsCfg {
+    /// One row per finished job: task, release, completion, late.
+    #[serde(default)]
+    pub jobs: bool,
+    /// One row per finished I/O request: device, submission (or arrival),
+    /// return to the task.
+    #[serde(default)]
+    pub requests: bool,
 }

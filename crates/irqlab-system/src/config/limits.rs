@@ -53,7 +53,11 @@ pub(super) static TIME_KEY_SET: super::time_scan::KeySet = super::time_scan::Key
 
 /// Every time in the configuration at most `MAX_TIME` (so sums of a few
 /// thousand cannot wrap): the error names the JSON path.
-pub(super) fn check_times(v: &serde_json::Value, path: &str, time: bool) -> Result<(), SimError> {
+pub(super) fn check_times(
+    v: &serde_json::Value,
+    path: &str,
+    time: bool,
+) -> Result<(), SystemError> {
     let max = irqlab_model::limits::MAX_TIME.0;
     match v {
         serde_json::Value::Object(o) => {
@@ -98,7 +102,7 @@ fn program_time(phases: &[Phase]) -> u128 {
 }
 
 /// `path`: the JSON path of `phases`, built only for an error.
-fn check_counts(phases: &[Phase], path: &dyn Fn() -> String) -> Result<(), SimError> {
+fn check_counts(phases: &[Phase], path: &dyn Fn() -> String) -> Result<(), SystemError> {
     use irqlab_model::limits::MAX_COUNT;
     for (i, p) in phases.iter().enumerate() {
         if let Phase::Loop { body, count } = p {
@@ -117,7 +121,7 @@ fn check_counts(phases: &[Phase], path: &dyn Fn() -> String) -> Result<(), SimEr
 
 /// The limits of `irqlab_model::limits` for a configuration given as JSON
 /// (from Python): times, windows, counts, sizes, rates, queue bounds.
-pub(super) fn check_limits(c: &SimConfig) -> Result<(), SimError> {
+pub(super) fn check_limits(c: &SimConfig) -> Result<(), SystemError> {
     use irqlab_model::limits as lim;
     // the exact check (it names the path) only when the quick pass, which
     // builds no JSON tree, finds a time it cannot pass

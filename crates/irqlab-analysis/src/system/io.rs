@@ -13,7 +13,7 @@
 //! 2. **moderation** (USB): the interrupter holds its interrupt up to its
 //!    moderation interval (USB-DIFFSERV §III-C);
 //! 3. **top half**: the fixed-priority RTA of the top half with every other
-//!    top half of its CPU above it (`arrival_bounds`);
+//!    top half of its CPU above it (`arrivals`);
 //! 4. **eligibility**: the class's PIBS I/O VCPU may still be ineligible
 //!    after serving this task's previous request: at most `ceil(Omega_IO /
 //!    U) + 1` ns (QUEST-VCPU Alg. 7 line 5, rounded up once per advance);
@@ -47,10 +47,10 @@
 //! Design principle: every term names where it comes from, and a read
 //! without a bound says why instead of guessing one.
 
-use crate::arrival_bounds::{requests, served_period, Source, ONCE};
-use crate::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
-use crate::model_bounds::{budget_of, TaskBound};
-use irqlab_analysis::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use crate::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use crate::system::arrivals::{requests, served_period, Source, ONCE};
+use crate::system::{budget_of, TaskBound};
+use irqlab_system::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
 use serde::Serialize;
 
 /// The bound of one read (a task's blocking request to one device).
@@ -208,7 +208,7 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
             .unwrap_or(u64::MAX);
             (
                 dev.class,
-                crate::config::MICROFRAME_NS
+                irqlab_system::config::MICROFRAME_NS
                     .saturating_add(xfer)
                     .saturating_add(*jitter),
                 it.moderation,
@@ -556,7 +556,7 @@ pub fn suspends(p: &[Phase]) -> bool {
     })
 }
 
-/// A periodic task that reads or sleeps: `io_bounds::segmented` over its
+/// A periodic task that reads or sleeps: `io::segmented` over its
 /// server's supply (one job at a time: a deadline within the period).
 pub(crate) fn segmented_row(
     cfg: &SimConfig,

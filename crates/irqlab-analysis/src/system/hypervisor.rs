@@ -2,7 +2,7 @@
 //! `vms` form of the model): what `irqlab analyze` prints for it.
 //!
 //! The lowered configuration is split per physical CPU into the systems of
-//! `irqlab_analysis::vint` and every bound is computed for the budgets,
+//! `crate::vint` and every bound is computed for the budgets,
 //! periods and priorities the model gives (no budget search: the model's
 //! budgets are what is analysed): Eq. 3 for each VCPU and pseudo-VCPU,
 //! Eq. 4 for each periodic guest task, Eq. 5 for each physical ISR, and
@@ -10,7 +10,7 @@
 //! Eq. 5 + 7 with vINT or Eq. 5 + 8 without, against its minimum
 //! inter-arrival time (Definition 3).
 //!
-//! Design principles: the equations live in `irqlab_analysis::vint` and
+//! Design principles: the equations live in `crate::vint` and
 //! are not re-derived here; this module only maps the configuration onto
 //! them and says, for every quantity it cannot bound, why. Where the model
 //! holds more than the paper's analysis, the mapping stays safe:
@@ -44,11 +44,13 @@
 //!   are iterated from zero to a fixed point (holistic analysis, as for
 //!   distributed systems).
 
-use crate::config::{DeviceKind, InterruptPath, PolicyCfg, SimConfig};
-use crate::hypervisor_inputs::{physical_isrs, switch_interference, task_kind, Kind, PhysicalIsrs};
-use crate::SimError;
-use irqlab_analysis::rta::demand;
-use irqlab_analysis::vint::{self, Pcpu, PseudoVcpu, Replenish, Task, Vcpu, VirtIrq};
+use crate::rta::demand;
+use crate::system::hypervisor_inputs::{
+    physical_isrs, switch_interference, task_kind, Kind, PhysicalIsrs,
+};
+use crate::vint::{self, Pcpu, PseudoVcpu, Replenish, Task, Vcpu, VirtIrq};
+use irqlab_system::config::{DeviceKind, InterruptPath, PolicyCfg, SimConfig};
+use irqlab_system::SystemError;
 use serde::Serialize;
 
 /// The bounds of every CPU that runs VCPUs.
@@ -138,8 +140,8 @@ pub struct VirqBound {
     pub note: Option<String>,
 }
 
-fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SimError {
-    SimError::Config {
+fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SystemError {
+    SystemError::Config {
         path,
         value: value.to_string(),
         rule: rule.into(),
@@ -147,7 +149,7 @@ fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SimError {
 }
 
 /// The bounds of a hypervisor configuration (see the module doc).
-pub fn hypervisor_bounds(cfg: &SimConfig) -> Result<HypervisorBounds, SimError> {
+pub fn hypervisor_bounds(cfg: &SimConfig) -> Result<HypervisorBounds, SystemError> {
     if cfg.path != InterruptPath::Hypervisor {
         return Err(bad(
             "machine.path".into(),

@@ -8,8 +8,8 @@ use super::*;
 
 use limits::check_limits;
 
-fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SimError {
-    SimError::Config {
+fn bad(path: String, value: impl std::fmt::Display, rule: &str) -> SystemError {
+    SystemError::Config {
         path,
         value: value.to_string(),
         rule: rule.to_owned(),
@@ -22,7 +22,7 @@ fn check_phases(
     path: &dyn Fn() -> String,
     ndev: usize,
     ncls: usize,
-) -> Result<(), SimError> {
+) -> Result<(), SystemError> {
     for (i, p) in phases.iter().enumerate() {
         let here = || format!("{}[{i}]", path());
         match p {
@@ -63,7 +63,7 @@ fn collect_binds(phases: &[Phase], device: usize, out: &mut Vec<usize>) {
 impl SimConfig {
     /// `switch_overhead` needs the hypervisor path and must leave every
     /// VCPU and pseudo-VCPU some budget for its guest.
-    fn check_switch_overhead(&self) -> Result<(), SimError> {
+    fn check_switch_overhead(&self) -> Result<(), SystemError> {
         let o = self.switch_overhead;
         if o == 0 {
             return Ok(());
@@ -102,7 +102,7 @@ impl SimConfig {
     }
 
     /// Whether any device is (or may be bound) in class `c`.
-    pub(crate) fn class_used(&self, c: usize) -> bool {
+    pub fn class_used(&self, c: usize) -> bool {
         let mut binds = Vec::new();
         for t in &self.tasks {
             for d in 0..self.devices.len() {
@@ -113,7 +113,7 @@ impl SimConfig {
     }
 
     /// Validate every reference and value the simulator relies on.
-    pub fn check(&self) -> Result<(), SimError> {
+    pub fn check(&self) -> Result<(), SystemError> {
         if self.cpus == 0 {
             return Err(bad("cpus".into(), 0, "at least one CPU"));
         }

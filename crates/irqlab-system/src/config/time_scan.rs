@@ -646,7 +646,7 @@ mod tests {
     }
 
     fn golden_dir() -> std::path::PathBuf {
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../irqlab-sim/tests/golden")
     }
 
     /// The quick pass agrees with the exact check on every shipped

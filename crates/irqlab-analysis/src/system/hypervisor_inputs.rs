@@ -5,12 +5,12 @@
 //! jitters iterated to their least fixed point (holistic analysis).
 //!
 //! Design principles: as `hypervisor_bounds` (whose module doc derives
-//! each term): the equations live in `irqlab_analysis::vint`; this module
+//! each term): the equations live in `crate::vint`; this module
 //! only maps the configuration onto them.
 
-use crate::config::{DeviceKind, Phase, Release, SimConfig};
-use irqlab_analysis::rta::Interferer;
-use irqlab_analysis::vint::{self, Pcpu, PhysIrq};
+use crate::rta::Interferer;
+use crate::vint::{self, Pcpu, PhysIrq};
+use irqlab_system::config::{DeviceKind, Phase, Release, SimConfig};
 
 /// A guest task as the analysis sees it.
 pub(crate) enum Kind {

@@ -19,9 +19,7 @@ fn vcpu_rank(p: u32) -> u64 {
 }
 
 /// Lower the hypervisor machine (`vms`).
-pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
-    use irqlab_analysis::vint::{pseudo_budget, Pcpu, VirtIrq};
-
+pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SystemError> {
     let phys_idx =
         |n: &str, path: &str| index(&vms.physical_interrupts, n, |p| p.name.as_str(), path);
     let mut servers = Vec::new();
@@ -149,7 +147,7 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
             if t_vi == 0 {
                 // validated already; lowering an unvalidated model must not
                 // divide by it (VINT Eq. 1)
-                return Err(SimError::Config {
+                return Err(SystemError::Config {
                     path: format!("{path}.min_interarrival"),
                     value: "0".into(),
                     rule: "must be positive".into(),
@@ -188,31 +186,17 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
         let budget = match vi.budget {
             AutoDuration::Value(b) => b.0.as_ns(),
             AutoDuration::Auto => {
-                let same: Vec<usize> = (0..virqs.len())
-                    .filter(|&u| virqs[u].cfg.vcpu == me.cfg.vcpu)
-                    .collect();
-                let pcpu = Pcpu {
-                    vcpus: Vec::new(),
-                    tasks: Vec::new(),
-                    phys: Vec::new(),
-                    virt: same
-                        .iter()
-                        .map(|&u| VirtIrq {
-                            isr: virqs[u].cfg.isr + virqs[u].cfg.eoi,
-                            dsr: virqs[u].cfg.dsr,
-                            dsr_prio: virqs[u].cfg.dsr_priority,
-                            period: virqs[u].t_vi,
-                            prio: virqs[u].cfg.priority,
-                            vcpu: 0,
-                            phys: 0,
-                            managed: virqs[u].managed,
-                        })
-                        .collect(),
-                };
-                let j = same.iter().position(|&u| u == i).unwrap_or(0);
-                let b = pseudo_budget(&pcpu, j, period);
+                // the ISRs (with the EOI) of the VCPU's unmanaged virtual
+                // interrupts: Eq. 2's extra demand per instance
+                let unmanaged: u64 = virqs
+                    .iter()
+                    .filter(|u| u.cfg.vcpu == me.cfg.vcpu && !u.managed)
+                    .map(|u| u.cfg.isr + u.cfg.eoi)
+                    .sum();
+                let own = me.cfg.isr + me.cfg.eoi + me.cfg.dsr;
+                let b = irqlab_core::vint::pseudo_budget(own, me.t_vi, period, unmanaged);
                 if b > period {
-                    return Err(SimError::Config {
+                    return Err(SystemError::Config {
                         path: format!("{}.vint.budget", me.path),
                         value: format!("auto = {}", irqlab_core::Nanos(b)),
                         rule: format!(
@@ -306,7 +290,7 @@ pub(super) fn from_vms(m: &Model, vms: &Vms) -> Result<SimConfig, SimError> {
     }
     for (cpu, (u, parts)) in per_cpu {
         if u > 1.0 + 1e-12 {
-            return Err(SimError::Config {
+            return Err(SystemError::Config {
                 path: format!("vms (cpu {cpu})"),
                 value: format!("{:.1}%", u * 100.0),
                 rule: format!(

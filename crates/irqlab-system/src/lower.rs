@@ -2,7 +2,7 @@
 //! simulator's resolved `SimConfig` (indices, integer ns).
 //!
 //! Design principles: the model has already been validated, but lowering
-//! still never panics -- a dangling name is a `SimError` naming it; SCHED_FIFO
+//! still never panics -- a dangling name is a `SystemError` naming it; SCHED_FIFO
 //! priorities (1..99, higher is more urgent) become ranks `100 - priority`
 //! on the scale where smaller is more urgent; trace CSV files are read
 //! relative to the model's directory.
@@ -12,7 +12,7 @@
 //! interrupts) and `virqs`; the DSR tasks of a virtual interrupt become its
 //! DSR (their WCETs summed, at the lowest of their priorities, as
 //! `C^vi` in VINT §III and `pi_D` in Eq. 8). `auto` pseudo-VCPU values are
-//! resolved here: budgets by VINT Eq. 1 / Eq. 2 (`irqlab_analysis`, the
+//! resolved here: budgets by VINT Eq. 1 / Eq. 2 (`irqlab_core::vint`, the
 //! same function the analyses use), priorities by the VINT §V-A order; the
 //! resolved budgets are checked (at most the period, at most 100 % of a CPU
 //! with the VCPUs), with the model's field path in the error.
@@ -30,14 +30,14 @@ use crate::config::{
     ArrivalCfg, ClassCfg, DeviceCfg, DeviceKind, InterruptPath, InterrupterCfg, LinuxCfg, Phase,
     PolicyCfg, PseudoCfg, Release, ServerCfg, SimConfig, TaskCfg, TraceCfg, VirqCfg, XhciCfg,
 };
-use crate::error::SimError;
+use crate::error::SystemError;
 
 mod costs;
 mod vms;
 use vms::from_vms;
 
-fn missing(path: String, what: &str) -> SimError {
-    SimError::Config {
+fn missing(path: String, what: &str) -> SystemError {
+    SystemError::Config {
         path,
         value: what.to_owned(),
         rule: "not found".into(),
@@ -49,7 +49,7 @@ fn index<T>(
     name: &str,
     key: impl Fn(&T) -> &str,
     path: &str,
-) -> Result<usize, SimError> {
+) -> Result<usize, SystemError> {
     items
         .iter()
         .position(|x| key(x) == name)
@@ -62,7 +62,7 @@ fn ns(d: Option<irqlab_model::units::Duration>) -> u64 {
 
 /// Lower a model into a simulation configuration. `base` is the directory
 /// of the model file (for trace CSV files).
-pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
+pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SystemError> {
     if m.machine.path == PathKind::Hypervisor {
         let vms = m.vms.as_ref().ok_or_else(|| missing("vms".into(), "vms"))?;
         return from_vms(m, vms);
@@ -125,9 +125,9 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SimError> {
     fn steps(
         s: &[Step],
         path: &str,
-        dev: &dyn Fn(&str, &str) -> Result<usize, SimError>,
-        cls: &dyn Fn(&str, &str) -> Result<usize, SimError>,
-    ) -> Result<Vec<Phase>, SimError> {
+        dev: &dyn Fn(&str, &str) -> Result<usize, SystemError>,
+        cls: &dyn Fn(&str, &str) -> Result<usize, SystemError>,
+    ) -> Result<Vec<Phase>, SystemError> {
         s.iter()
             .enumerate()
             .map(|(k, st)| {
@@ -441,14 +441,14 @@ fn max_window_values(s: &irqlab_model::model::Simulation) -> usize {
 }
 
 /// Per-job and per-request records (`simulation.records`).
-fn records(s: &irqlab_model::model::Simulation) -> crate::records::RecordsCfg {
+fn records(s: &irqlab_model::model::Simulation) -> crate::config::RecordsCfg {
     let (jobs, requests) = s.records.map_or((false, false), |r| r.tables());
-    crate::records::RecordsCfg { jobs, requests }
+    crate::config::RecordsCfg { jobs, requests }
 }
 
 /// A nic's arrival trace (`irqlab_model::limits::read_trace_file`).
-fn read_trace(file: &Path, path: &str) -> Result<Vec<u64>, SimError> {
-    irqlab_model::limits::read_trace_file(file).map_err(|(line, value, rule)| SimError::Config {
+fn read_trace(file: &Path, path: &str) -> Result<Vec<u64>, SystemError> {
+    irqlab_model::limits::read_trace_file(file).map_err(|(line, value, rule)| SystemError::Config {
         path: match line {
             Some(k) => format!("{path} line {k}"),
             None => path.to_owned(),

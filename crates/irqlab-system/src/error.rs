@@ -1,8 +1,9 @@
-//! Simulator errors: invalid configuration (field path, value, rule) or a
-//! core error surfaced with context. Never a panic.
+//! Errors of the resolved system and of the back ends that run it:
+//! invalid configuration (field path, value, rule) or a core error surfaced
+//! with context. Never a panic.
 
 #[derive(Debug, thiserror::Error)]
-pub enum SimError {
+pub enum SystemError {
     #[error("{path}: {value}: {rule}")]
     Config {
         path: String,

@@ -18,13 +18,14 @@
 //! simulator (`tests/replenishment.rs` has the hand-checked cases); this
 //! test now runs with every policy.
 
+#[path = "../../irqlab-sim/tests/common/mod.rs"]
 mod common;
 use common::Rng;
+use irqlab_analysis::system::model_bounds;
 use irqlab_sim::config::{
     ClassCfg, DeviceCfg, DeviceKind, InterruptPath, Phase, PolicyCfg, Release, ServerCfg,
     SimConfig, TaskCfg,
 };
-use irqlab_sim::model_bounds::model_bounds;
 use irqlab_sim::simulate;
 
 const U: u64 = 10_000; // 10 us

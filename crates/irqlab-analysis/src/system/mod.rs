@@ -1,7 +1,7 @@
 //! The bounds `irqlab analyze` gives for a `quest`, `quest-no-iovcpu` or
 //! `linux` machine (the hypervisor form is `hypervisor_bounds`): per CPU
 //! the interrupt load, QUEST-VCPU Eq. 1 and each server's own response
-//! (the fixed-priority RTA of `irqlab_analysis::rta`, top halves
+//! (the fixed-priority RTA of `crate::rta`, top halves
 //! included); per task its response over its server's supply.
 //!
 //! The mapping (docs/analysis.md states every condition):
@@ -9,7 +9,7 @@
 //!   CPU they are the highest-priority interference, for servers and for
 //!   the tasks inside them (the supply a server gives its tasks is its
 //!   periodic-resource sbf minus the top halves that land in it);
-//!   arrival bounds come from `arrival_bounds`;
+//!   arrival bounds come from `arrivals`;
 //! * `linux`: bottom halves run in softirq context at IRQ exit or in
 //!   ksoftirqd; wherever they run, counting each as interference above
 //!   every task is safe (a softirq preempts everything; a ksoftirqd below a
@@ -35,14 +35,21 @@
 //! Design principles: the equations live in `irqlab_analysis`; this module
 //! maps the configuration onto them and never invents a bound.
 
-use crate::arrival_bounds::{self, bottom_halves_in, is_background, requests, Source};
-use crate::config::{InterruptPath, PolicyCfg, SimConfig};
-use crate::io_bounds::{
+pub mod arrivals;
+pub mod hypervisor;
+mod hypervisor_inputs;
+pub mod io;
+
+pub use hypervisor::hypervisor_bounds;
+
+use crate::quest;
+use crate::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use crate::system::arrivals::{bottom_halves_in, is_background, requests, Source};
+use crate::system::io::{
     pibs_interference, read_latency, segmented_row, suspends, task_demand, top_halves, IoBound,
 };
-use crate::SimError;
-use irqlab_analysis::quest;
-use irqlab_analysis::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use irqlab_system::config::{InterruptPath, PolicyCfg, SimConfig};
+use irqlab_system::SystemError;
 use serde::Serialize;
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -120,8 +127,8 @@ pub struct TaskBound {
     pub note: Option<String>,
 }
 
-fn bad(path: &str, value: impl std::fmt::Display, rule: &str) -> SimError {
-    SimError::Config {
+fn bad(path: &str, value: impl std::fmt::Display, rule: &str) -> SystemError {
+    SystemError::Config {
         path: path.into(),
         value: value.to_string(),
         rule: rule.into(),
@@ -158,7 +165,7 @@ pub(crate) fn budget_of(p: &PolicyCfg) -> Option<(u64, u64, u64, &'static str)> 
 }
 
 /// The bounds of a `quest`, `quest-no-iovcpu` or `linux` configuration.
-pub fn model_bounds(cfg: &SimConfig) -> Result<ModelBounds, SimError> {
+pub fn model_bounds(cfg: &SimConfig) -> Result<ModelBounds, SystemError> {
     if cfg.path == InterruptPath::Hypervisor {
         return Err(bad(
             "machine.path",
@@ -167,7 +174,7 @@ pub fn model_bounds(cfg: &SimConfig) -> Result<ModelBounds, SimError> {
         ));
     }
     cfg.check()?;
-    let sources = arrival_bounds::sources(cfg);
+    let sources = arrivals::sources(cfg);
     let linux = cfg.path == InterruptPath::Linux;
     let mut cpus = Vec::new();
     let mut tasks: Vec<Option<TaskBound>> = vec![None; cfg.tasks.len()];
@@ -245,7 +252,7 @@ fn cpu_bounds(
     let irq: Option<Vec<Interferer>> = top_halves(sources, c, linux, None).ok();
     let load = irq.as_ref().map(|v| {
         v.iter()
-            .filter(|i| i.period != arrival_bounds::ONCE)
+            .filter(|i| i.period != arrivals::ONCE)
             .fold(0.0, |acc, i| acc + i.cost as f64 / i.period as f64)
     });
     let note = match (&irq, load) {
@@ -494,7 +501,7 @@ fn cpu_bounds(
         // a task released once has no deadline: nothing to bound (its I/O
         // latency is bounded per class, its interference on others is
         // checked where they are)
-        if matches!(t.release, crate::config::Release::Once { .. }) {
+        if matches!(t.release, irqlab_system::config::Release::Once { .. }) {
             row.schedulable = true;
             row.note = Some("released once: no deadline".into());
             rows.push((i, row));

@@ -23,7 +23,7 @@
 //! phasing shows late (`paper_serviceable_sim_late`). Exit
 //! status 1 if a must-be-0 count is not 0.
 //!
-//! `cargo run --release -p irqlab-sim --example vint_serviceability --
+//! `cargo run --release -p irqlab-analysis --example vint_serviceability --
 //! [--sets 100] [--phasings 2] [--duration-ms 500] [--figures 4,5,6]
 //! [--threads N]`
 //! (`bench/bench_vint_sim.py` runs it). Why the simulated gap is as wide

@@ -23,13 +23,14 @@
 //! resource's blackout), so leaving the read latencies out of them goes
 //! unnoticed here; the reads' own check covers those terms.
 
+#[path = "../../irqlab-sim/tests/common/mod.rs"]
 mod common;
 use common::Rng;
+use irqlab_analysis::system::model_bounds;
 use irqlab_sim::config::{
     ClassCfg, DeviceCfg, DeviceKind, InterruptPath, InterrupterCfg, Phase, PolicyCfg, Release,
     ServerCfg, SimConfig, TaskCfg, XhciCfg,
 };
-use irqlab_sim::model_bounds::model_bounds;
 use irqlab_sim::simulate;
 
 const U: u64 = 10_000; // 10 us

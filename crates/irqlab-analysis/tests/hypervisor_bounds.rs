@@ -11,10 +11,11 @@ mod vint_common;
 use std::path::Path;
 
 use irqlab_analysis::gen::Rng;
+use irqlab_analysis::system::hypervisor::{CpuBounds, HypervisorBounds};
+use irqlab_analysis::system::hypervisor_bounds;
 use irqlab_analysis::vint::Replenish;
 use irqlab_sim::config::InterruptPath;
-use irqlab_sim::hypervisor_bounds::{CpuBounds, HypervisorBounds};
-use irqlab_sim::{from_model, hypervisor_bounds, simulate, Metrics, SimConfig};
+use irqlab_sim::{from_model, simulate, Metrics, SimConfig};
 use proptest::prelude::*;
 use vint_common::{scaled_table2, to_sim, Phasing, MS, US};
 
