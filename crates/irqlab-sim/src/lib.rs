@@ -16,11 +16,11 @@ pub mod metrics;
 mod paths;
 mod program;
 pub mod records;
-mod supply;
 #[cfg(feature = "testgen")]
 pub mod testgen;
 mod thread;
 pub mod trace;
+mod vcpu_response;
 
 pub use irqlab_system::from_model;
 /// The simulator's errors are the resolved system's.
