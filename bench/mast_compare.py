@@ -74,7 +74,7 @@ class ToolMissing(Exception):
 
 def ns(v: Any) -> int:
     """A model duration (text with a unit, or "0") in integer ns."""
-    if v is None:
+    if v is None or str(v).strip() in ("0", "0.0"):
         return 0
     return int(parse_duration(str(v)))
 
@@ -652,7 +652,7 @@ def gen_fp(rng: random.Random) -> dict[str, Any]:
     deadline-monotonic), a generic interrupt (top + bottom half) and, half
     the time, a bursty NIC (release jitter (count - 1) gap)."""
     n = rng.randint(3, 6)
-    us = _uunifast(rng, n, rng.uniform(0.4, 0.8))
+    us = _uunifast(rng, n, rng.uniform(0.5, 0.9))
     tasks = []
     for k, u in enumerate(us):
         t = int(round(_logu(rng, 1000, 100000) / 10)) * 10
@@ -669,7 +669,7 @@ def gen_fp(rng: random.Random) -> dict[str, Any]:
         if x["d"] != x["t"]:
             e["deadline"] = f"{x['d']}us"
         tt.append(e)
-    mi = int(_logu(rng, 200, 5000))
+    mi = int(_logu(rng, 500, 5000))
     devices: list[dict[str, Any]] = [{
         "name": "irq0", "kind": "generic", "class": "gen", "cpu": 0,
         "min_interarrival": f"{mi}us", "jitter": f"{rng.choice([0, mi // 4])}us",
