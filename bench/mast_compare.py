@@ -537,11 +537,28 @@ def irqlab_bounds(exe: str, model_path: Path, raw: dict[str, Any]) -> dict[str, 
     return out
 
 
+# --------------------------------------------------------------- simulator
+
+
+def simulated_max(loaded: Any, duration_ns: int, seeds: Sequence[int]) -> dict[str, int]:
+    """The largest simulated response of each task over a few seeds (every
+    task and interrupt source starts at 0 unless the model says otherwise:
+    the synchronous release), not a worst case but a floor under it."""
+    out: dict[str, int] = {}
+    for seed in seeds:
+        r = loaded.simulate(seed=seed, duration_ns=duration_ns)
+        for t in r.tasks:
+            mx = (t.get("response") or {}).get("max_ns")
+            if mx is not None:
+                out[t["name"]] = max(out.get(t["name"], 0), int(mx))
+    return out
+
+
 # ------------------------------------------------------------------ compare
 
 
 def compare_model(path: Path, tools: Sequence[str], irqlab_exe: str,
-                  keep: Path | None) -> Iterable[dict[str, Any]]:
+                  keep: Path | None, sim_ns: int = 0) -> Iterable[dict[str, Any]]:
     raw = yaml.safe_load(path.read_text())
     loaded = load_model(path)
     try:
@@ -555,6 +572,7 @@ def compare_model(path: Path, tools: Sequence[str], irqlab_exe: str,
     for tool in tools:
         mast[tool], status[tool] = run_mast(text, tool, keep, path.stem)
     irq = irqlab_bounds(irqlab_exe, path, raw)
+    sim = simulated_max(loaded, sim_ns, (1, 2, 3)) if sim_ns > 0 else {}
     main_tool = tools[0]
     for t in tr.tasks:
         x = f"x_{t.ident}"
@@ -580,6 +598,11 @@ def compare_model(path: Path, tools: Sequence[str], irqlab_exe: str,
         for tool in tools[1:]:
             v = mast[tool].get(x)
             row[f"mast_{tool}"] = None if v is None else int(round(v))
+        if sim_ns > 0:
+            sm = sim.get(t.name)
+            row["sim_max"] = sm
+            row["sim_above_mast"] = sm is not None and (m_ns is None or sm > m_ns)
+            row["sim_above_irqlab"] = sm is not None and ib is not None and sm > ib
         if i["bound"] is None or not i["within"]:
             row["irqlab_note"] = i["note"]
         if tr.notes:
@@ -605,6 +628,9 @@ def summarize(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "irqlab_fails_deadline_mast_meets": sum(
                 1 for r in rs if r["mast_within_deadline"] and not r["irqlab_within_deadline"]),
         }
+        if any("sim_max" in r for r in rs):
+            s["sim_above_mast"] = sum(1 for r in rs if r.get("sim_above_mast"))
+            s["sim_above_irqlab"] = sum(1 for r in rs if r.get("sim_above_irqlab"))
         if ratios:
             s["ratio_min"] = round(min(ratios), 4)
             s["ratio_median"] = round(statistics.median(ratios), 4)
@@ -629,7 +655,7 @@ def emit(rows: Iterable[dict[str, Any]], sink: list[dict[str, Any]]) -> None:
 # --------------------------------------------------------------- generator
 
 
-SHAPES = ("fp", "ss", "ss-noirq")
+SHAPES = ("fp", "fp-heavy", "ss", "ss-noirq")
 
 
 def _uunifast(rng: random.Random, n: int, u: float) -> list[float]:
@@ -687,6 +713,20 @@ def gen_fp(rng: random.Random) -> dict[str, Any]:
             "vcpus": vcpus, "tasks": tt, "devices": devices}
 
 
+def gen_fp_heavy(rng: random.Random) -> dict[str, Any]:
+    """As ``fp``, loaded to 85-97 % with deadlines up to 3 periods, so that
+    busy windows hold several jobs of the analysed task."""
+    m = gen_fp(rng)
+    tasks = m["tasks"]
+    us = _uunifast(rng, len(tasks), rng.uniform(0.85, 0.97))
+    for t, u in zip(tasks, us, strict=True):
+        p = ns(t["period"]) // 1000
+        c = max(1, int(u * p))
+        t["program"] = [{"compute": f"{c}us"}]
+        t["deadline"] = f"{max(c, int(p * rng.uniform(1.0, 3.0)))}us"
+    return m
+
+
 def gen_ss(rng: random.Random, irq: bool) -> dict[str, Any]:
     """2-3 sporadic Main VCPUs at rate-monotonic priority, each with one
     periodic compute task (deadline = period): about half with a job the
@@ -726,7 +766,12 @@ def generate(shape: str, count: int, seed: int, out: Path) -> list[Path]:
     paths = []
     for i in range(count):
         rng = random.Random(f"irqlab-mast:{shape}:{seed}:{i}")
-        m = gen_fp(rng) if shape == "fp" else gen_ss(rng, irq=(shape == "ss"))
+        if shape == "fp":
+            m = gen_fp(rng)
+        elif shape == "fp-heavy":
+            m = gen_fp_heavy(rng)
+        else:
+            m = gen_ss(rng, irq=(shape == "ss"))
         p = out / f"{shape}-s{seed}-{i:03d}.yaml"
         p.write_text(f"# bench/mast_compare.py generate --shape {shape} --seed {seed} "
                      f"(system {i})\n" + yaml.safe_dump(m, sort_keys=False))
@@ -747,11 +792,11 @@ SANITY = {
 }
 
 
-def sanity(tools: Sequence[str], irqlab_exe: str) -> int:
+def sanity(tools: Sequence[str], irqlab_exe: str, sim_ns: int = 0) -> int:
     rows: list[dict[str, Any]] = []
     bad = 0
     for f, want in SANITY.items():
-        for r in compare_model(SANITY_DIR / f, tools, irqlab_exe, None):
+        for r in compare_model(SANITY_DIR / f, tools, irqlab_exe, None, sim_ns):
             r["expected_mast"] = want.get(r.get("task", ""))
             if "task" in r and r["mast"] != r["expected_mast"]:
                 r["SANITY_FAILED"] = True
@@ -778,6 +823,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("--irqlab", help="irqlab CLI (default: $IRQLAB, the venv's, PATH)")
         p.add_argument("--keep", type=Path,
                        help="write each MAST model and its results here")
+        p.add_argument("--simulate", type=float, default=0.0, metavar="SECONDS",
+                       help="also simulate each model this long (seeds 1-3) and report "
+                       "the largest simulated response (sim_max, sim_above_mast)")
 
     c = sub.add_parser("compare", help="compare given irqlab models")
     c.add_argument("models", nargs="+", type=Path)
@@ -809,17 +857,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps({"error": str(e)}), flush=True)
         print(f"mast_compare: {e}", file=sys.stderr)
         return 3
+    sim_ns = int(a.simulate * 1e9)
     if a.cmd == "sanity":
-        return sanity(tools, exe)
+        return sanity(tools, exe, sim_ns)
     rows: list[dict[str, Any]] = []
     if a.cmd == "compare":
         for m in a.models:
-            emit(compare_model(m, tools, exe, a.keep), rows)
+            emit(compare_model(m, tools, exe, a.keep, sim_ns), rows)
     else:
         with tempfile.TemporaryDirectory(prefix="mast_compare_gen_") as d:
             out = a.out or Path(d)
             for m in generate(a.shape, a.count, a.seed, out):
-                emit(compare_model(m, tools, exe, a.keep), rows)
+                emit(compare_model(m, tools, exe, a.keep, sim_ns), rows)
     print(json.dumps(summarize(rows)), flush=True)
     return 0
 
