@@ -1,30 +1,40 @@
 """Self-contained HTML report of one or more simulation runs (``irqlab
-report RUN_DIR...``, ``irqlab simulate --report``; DESIGN.md §12).
+report RUN_DIR...``, ``irqlab simulate --report``; DESIGN.md §12,
+docs/report.md).
 
 A run directory is what ``irqlab simulate`` writes: ``metrics.json``,
 ``trace.json`` or ``trace.pftrace`` (Perfetto protobuf, decoded by
-``irqlab.tracefile`` for the Gantt window only) and ``config.json`` (the
-resolved configuration, for the model summary, the deadlines and the
-analysis); a real run's directory (``irqlab compare``'s ``real/``, ``irqlab
-vmm --out``) leaves out what it does not measure (a seed, an event count, a
-device's request latency...): those cells show "-", those curves are not
-drawn. The page holds the model
-summary, the analysis verdicts and bounds next to the simulated values (a
-real run's: "measured max"), a
-Gantt chart of a window per CPU (threads, ISRs, servers, budget),
-response-time CDFs and histograms per task with deadline and bound lines,
-I/O latency per class with each read's latency bound, and CPU share over
-time (the bounds: ``model_bounds`` for quest / quest-no-iovcpu / linux
-machines, VINT Eq. 3-8 for hypervisor ones; "no bound: <reason>" where the
-analysis gives none); given several runs, the
-same tables side by side (design A vs B) and the curves overlaid.
+``irqlab.tracefile``), ``config.json`` (the resolved configuration, for
+the model summary, the deadlines and the analysis) and, if the user put it
+there, ``analysis.json`` (``irqlab analyze --json``, whose verdict the
+banner then shows); a real run's directory (``irqlab compare``'s
+``real/``, ``irqlab vmm --out``) leaves out what it does not measure (a
+seed, an event count, a device's request latency...): those cells show
+"-", those curves are not drawn.
 
-Design principles: one file, no network (images are inline PNG data
-URIs); every number in a table comes straight from ``metrics.json`` and
-carries ``data-key``/``data-value`` attributes (the raw value) so tests can
-check the page against the run; plotting cost is bounded whatever the
-model's size: at most ``TOP_N`` tasks, servers and devices per plot and at
-most ``MAX_GANTT`` trace slices, the cut stated on the page.
+The page, top to bottom: a verdict banner per run (the analysis verdict,
+deadline misses, drops; QUEST-VCPU Eq. 1 shown as the sufficient test it
+is); the runs; an interactive timeline of the whole run per run
+(``report_assets/timeline.js``: one track per CPU, pan and zoom, servers
+and budgets on demand; data from ``irqlab.timeline``) with how to open the
+trace in Perfetto; where each CPU's time went (each server and its
+threads, top halves, softirq, idle: the metrics' totals, the trace's
+split); the analysis next to the simulation; tables of tasks, devices,
+servers and virtual interrupts; response-time CDFs and histograms per task
+with deadline and bound lines; I/O latency per class (zero latencies
+counted and left off the log axis); CPU use over time. A plot that would
+be empty or have too few points says "not applicable" and why.
+
+Design principles: one file, no network (inline PNG data URIs, inline
+script, the timeline's data deflated and base64'd in the page); every
+number in a table comes straight from ``metrics.json`` (or, where it says
+so, the trace) and carries ``data-key``/``data-value`` attributes (the raw
+value) so tests can check the page against the run; colours come from
+``irqlab.palette`` (fixed per name, reds and magentas only for interrupt
+handlers); plotting cost is bounded whatever the model's size: at most
+``TOP_N`` tasks, servers and devices per plot, the cut stated on the page;
+the timeline holds every slice of the trace, which the simulator bounds
+(``trace_max_events``).
 """
 
 from __future__ import annotations
@@ -40,13 +50,19 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from irqlab import palette, timeline  # noqa: E402
+
 TOP_N = 12
-MAX_GANTT = 20_000
-DEFAULT_WINDOW_NS = 20_000_000
+#: bins of the CPU-use-over-time plot; a curve needs at least MIN_POINTS points
+SHARE_BINS = 100
+MIN_POINTS = 10
+#: a latency distribution's note about exact zeros appears from this share on
+ZERO_NOTE_FRACTION = 0.01
 
 
 @dataclass
@@ -57,12 +73,16 @@ class Run:
     metrics: dict[str, Any]
     trace: dict[str, Any]
     config: dict[str, Any] | None
+    path: Path | None = None
+    analysis: dict[str, Any] | None = None
+    _schedule: Any = None
 
     @classmethod
     def load(cls, path: Path, name: str | None = None,
              window: tuple[int, int] | None = None) -> Run:
-        """Load a run directory; of a Perfetto protobuf trace only the
-        Gantt ``window`` (default: the first ``DEFAULT_WINDOW_NS``) is read."""
+        """Load a run directory: its metrics, configuration, ``analysis.json``
+        if there is one, and its whole trace (``window``, the timeline's first
+        view in ns, does not limit what is read)."""
         from irqlab.tracefile import load_trace
 
         mp = path / "metrics.json"
@@ -70,10 +90,27 @@ class Run:
             raise FileNotFoundError(f"{path}: no metrics.json (not a run directory of "
                                     "irqlab simulate)")
         cp = path / "config.json"
-        lo, hi = window if window else (None, None)
-        trace = load_trace(path, start_ns=lo, end_ns=hi, span_ns=DEFAULT_WINDOW_NS)
+        ap = path / "analysis.json"
+        trace = load_trace(path)
         return cls(name or path.name, json.loads(mp.read_text()), trace,
-                   json.loads(cp.read_text()) if cp.exists() else None)
+                   json.loads(cp.read_text()) if cp.exists() else None, path,
+                   json.loads(ap.read_text()) if ap.exists() else None)
+
+    @property
+    def schedule(self) -> timeline.Schedule | None:
+        """The trace's schedule (``irqlab.timeline``), or ``None`` without one."""
+        if self._schedule is None and self.trace:
+            self._schedule = timeline.schedule(
+                self.trace, tasks={t["name"] for t in self.metrics["tasks"]},
+                path=self.metrics.get("path")) or False
+        return self._schedule or None
+
+    def trace_file(self) -> Path | None:
+        """The trace file of the run directory, if any."""
+        for n in ("trace.json", "trace.pftrace"):
+            if self.path is not None and (self.path / n).exists():
+                return self.path / n
+        return None
 
 
 # ---- formatting --------------------------------------------------------------
@@ -230,9 +267,10 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
                              (sim_virq.get(v["name"]) or {}).get("max_ns"), v["serviceable"]))
     else:
         for c in b.get("cpus", []):
-            rows.append(("QUEST-VCPU Eq. 1", f"cpu {c['cpu']} demand "
-                         f"{100 * c['demand']:.1f} % / bound {100 * c['bound']:.1f} %",
-                         None, None, c["passes"]))
+            rows.append(("QUEST-VCPU Eq. 1 (sufficient test, not part of the verdict)",
+                         f"cpu {c['cpu']} demand {100 * c['demand']:.1f} % / bound "
+                         f"{100 * c['bound']:.1f} %", None, None,
+                         "met" if c["passes"] else "not met (inconclusive)"))
         devs = {d["name"]: d["latency"] for d in m["devices"]}
         for e in b.get("io_bounds", []):
             rows.append(("USB-DIFFSERV Eq. 1-2", f"{e['task']} reading {e['device']}",
@@ -268,7 +306,8 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
     for i, (eq, item, bound, sim, ok, *named) in enumerate(rows):
         key, why = named if named else (str(i), None)
         within = "-" if bound is None or sim is None else ("yes" if sim <= bound else "NO")
-        verdict = "-" if ok is None else ("holds" if ok else "FAILS")
+        verdict = ok if isinstance(ok, str) else "-" if ok is None else (
+            "holds" if ok else "FAILS")
         body.append(f"<tr><td>{_esc(eq)}</td><td>{_esc(item)}</td>"
                     + _cell(bound, f"{run.name}.bound.{key}",
                             _us(bound) if bound else (why or "-"))
@@ -321,15 +360,16 @@ def _side_by_side(runs: Sequence[Run], kind: str, fields: list[tuple[str, str, s
             f"{''.join(body)}</table>")
 
 
-def _cdf(ax: Any, hist: list[list[int]], label: str) -> Any:
-    """Draw the CDF of a ``histogram_ns``; returns its colour."""
+def _cdf(ax: Any, hist: list[list[int]], label: str, color: str | None = None) -> Any:
+    """Draw the CDF of a ``histogram_ns`` (in ``color``, else the next of
+    the cycle); returns its colour."""
     total = sum(b[2] for b in hist)
     xs, ys, acc = [hist[0][0] / 1e3], [0.0], 0
     for lo, hi, c in hist:
         acc += c
         xs += [lo / 1e3, hi / 1e3]
         ys += [ys[-1], acc / total]
-    return ax.plot(xs, ys, label=label)[0].get_color()
+    return ax.plot(xs, ys, label=label, color=color)[0].get_color()
 
 
 def _bound_line(ax: Any, ns: int, label: str, color: Any) -> None:
@@ -372,7 +412,7 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
             if t is None or not t["response"]["count"]:
                 continue
             h = t["response"]["histogram_ns"]
-            color = _cdf(a1, h, r.name)
+            color = _cdf(a1, h, r.name, None if many else palette.color_of(n))
             a2.bar([(lo + hi) / 2e3 for lo, hi, _ in h], [c for _, _, c in h],
                    width=[max((hi - lo) / 1e3, 1e-3) for lo, hi, _ in h], alpha=0.6,
                    label=r.name, color=color)
@@ -401,15 +441,24 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     return "".join(out) + "</div>"
 
 
+def zero_share(hist: list[list[int]]) -> tuple[int, int]:
+    """``(samples exactly 0 ns, all samples)`` of a ``histogram_ns`` (the
+    bin ``[0, 1)`` holds the zeros)."""
+    return (sum(c for lo, hi, c in hist if lo == 0 and hi <= 1), sum(c for _, _, c in hist))
+
+
 def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(8, 3))
     drawn = 0
     captions: list[str] = []
+    zeros: list[str] = []
     many = len(runs) > 1
     for r, b in zip(runs, bounds, strict=True):
         classes = [c["name"] for c in (r.config or {}).get("classes", [])]
         by_class: dict[str, list[list[int]]] = defaultdict(list)
         cls_of = {d["name"]: d.get("class") for d in (r.config or {}).get("devices", [])}
+        kind_of = {d["name"]: d.get("kind") for d in (r.config or {}).get("devices", [])}
+        kinds: dict[str, set[str]] = defaultdict(set)
 
         def label_of(dev: str, classes: list[str] = classes,
                      cls_of: dict[str, Any] = cls_of) -> str:
@@ -420,9 +469,28 @@ def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
             if not (d.get("latency") or {}).get("count"):
                 continue
             by_class[label_of(d["name"])] += d["latency"]["histogram_ns"]
+            kinds[label_of(d["name"])].add(str(kind_of.get(d["name"]) or "device"))
         colors = {}
         for label, hist in list(by_class.items())[:TOP_N]:
-            colors[label] = _cdf(ax, sorted(hist), f"{r.name}: {label}" if many else label)
+            name = f"{r.name}: {label}" if many else label
+            z, n = zero_share(hist)
+            rest = sorted(h for h in hist if not (h[0] == 0 and h[1] <= 1))
+            if n and z / n >= ZERO_NOTE_FRACTION:
+                zeros.append(
+                    f'<p class="zero-note" data-class="{_esc(name)}" data-zeros="{z}" '
+                    f'data-count="{n}" data-zero-fraction="{z / n:.4f}"><b>{_esc(name)}</b> '
+                    f"({_esc('/'.join(sorted(kinds[label])))}): {100 * z / n:.1f} % of its "
+                    f"{n:,} requests took exactly 0 ns: a read that finds data already "
+                    "buffered (the bottom half delivered it before the task asked) returns "
+                    "at once when the device's return cost (omega_main) is 0 (docs/metrics.md, "
+                    "\"Zero latencies\"). "
+                    + ("The curve shows the other "
+                       f"{n - z:,} ({100 * (n - z) / n:.1f} %), on the log axis."
+                       if rest else "No other request: no curve.") + "</p>")
+            if not rest:
+                continue
+            colors[label] = _cdf(ax, rest, name + (" (non-zero)" if z else ""),
+                                 None if many else palette.color_of(label))
             drawn += 1
         # model_bounds' per-read latency bounds, in the colour of the read's class
         who = f"{r.name}: " if many else ""
@@ -440,8 +508,14 @@ def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
             if color is not None and lines < TOP_N:
                 _bound_line(ax, e["latency"], f"{who}bound {what}", color)
                 lines += 1
+    head = ("<h2>I/O latency per class</h2><p>Request submission (or arrival) to return "
+            "to the task, all devices of a class together; dotted: the analysis's latency "
+            "bound of each read of a device of the class (the Analysis table's bound), in "
+            "the class's colour.</p>")
     if not drawn:
         plt.close(fig)
+        if zeros:
+            return head + "".join(zeros)
         return ""
     ax.set_xlabel("I/O request latency (us)")
     ax.set_ylabel("fraction of requests")
@@ -452,111 +526,448 @@ def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     if len(captions) > TOP_N * 4:
         cut = f"<li>... and {len(captions) - TOP_N * 4} more reads</li>"
     items = "".join(f"<li>{_esc(c)}</li>" for c in captions[:TOP_N * 4])
-    return ("<h2>I/O latency per class</h2><p>Request submission (or arrival) to return "
-            "to the task, all devices of a class together; dotted: the analysis's latency "
-            "bound of each read of a device of the class (the Analysis table's bound), in "
-            "the class's colour.</p>"
-            f'<figure class="io-latency" data-bounds="{_drawn_bounds(ax)}">'
+    return (head + "".join(zeros)
+            + f'<figure class="io-latency" data-bounds="{_drawn_bounds(ax)}">'
             f"{_png(fig)}<figcaption class='note'><ul>{items}{cut}</ul></figcaption></figure>")
 
 
 def _share(runs: Sequence[Run]) -> str:
-    out = ["<h2>CPU share over time</h2>"]
+    out = ["<h2>CPU use over time</h2>"]
     for r in runs:
-        srv, note = _top(r.metrics["servers"], key=lambda s: s["share_fraction"])
-        w = r.metrics["window_ns"] / 1e9
+        m = r.metrics
+        sched = r.schedule
+        if sched is not None:
+            out.append(_share_from_trace(r, sched))
+            continue
+        srv, note = _top(m["servers"], key=lambda s: s["share_fraction"])
+        windows = max((len(s.get("share_windows_fraction") or []) for s in srv), default=0)
+        if windows < MIN_POINTS:
+            out.append(_na(f"{r.name}: CPU share over time",
+                           f"the run has {windows} window(s) of {_us(m.get('window_ns'))} "
+                           f"and no trace; a curve needs {MIN_POINTS} points: set a shorter "
+                           "simulation.window, or simulate with --trace"))
+            continue
+        w = m["window_ns"] / 1e9
         fig, ax = plt.subplots(figsize=(8, 3))
         for s in srv:
             ys = [100 * v for v in s["share_windows_fraction"]]
             xs = [(i + 0.5) * w for i in range(len(ys))]
-            ax.plot(xs, ys, marker="o", ms=3, label=s["name"])
+            ax.plot(xs, ys, label=s["name"], color=palette.color_of(s["name"]))
         ax.set_xlabel("time (s)")
         ax.set_ylabel("% of its CPU")
-        ax.set_title(r.name, fontsize=9)
+        ax.set_title(f"{r.name}: per window of {_us(m['window_ns'])}", fontsize=9)
         ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
-        out.append(note + _png(fig))
+        out.append(note + f'<figure class="share" data-run="{_esc(r.name)}">{_png(fig)}'
+                   "</figure>")
     return "".join(out)
 
 
-def _gantt(run: Run, window: tuple[int, int] | None) -> str:
-    events = [e for e in run.trace.get("traceEvents", []) if e.get("ph") in ("X", "C")]
-    if not events:
-        return (f"<h3>{_esc(run.name)}: schedule</h3><p class='note'>No trace recorded "
-                "(simulate with --trace).</p>")
-    t0 = min(e["ts"] for e in events)
-    lo, hi = (window if window else (int(t0 * 1e3), int(t0 * 1e3) + DEFAULT_WINDOW_NS))
-    lo_us, hi_us = lo / 1e3, hi / 1e3
-    names: dict[tuple[int, int], str] = {}
-    for e in run.trace.get("traceEvents", []):
-        if e.get("ph") == "M" and e.get("name") == "thread_name":
-            names[(e["pid"], e["tid"])] = e["args"]["name"]
-    rows: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
-    budget: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    cut = kept = 0
-    for e in events:
-        if e["ph"] == "C":
-            if lo_us <= e["ts"] <= hi_us:
-                budget[e["name"]].append((e["ts"], e["args"]["budget"]))
-            continue
-        if e["ts"] + e["dur"] < lo_us or e["ts"] > hi_us:
-            continue
-        if kept >= MAX_GANTT:
-            cut += 1
-            continue
-        kept += 1
-        pid, tid = e["pid"], e["tid"]
-        if pid < 1000:
-            row = f"CPU {pid}" + (" switch" if tid == 1 else "")
-        else:
-            row = f"  {names.get((pid, tid), f'server {tid}')}"
-        kind = e.get("cat", "")
-        rows[row].append((e["ts"], e["dur"], "isr" if kind == "isr" else e["name"]))
-    cpu_rows = sorted(r for r in rows if r.startswith("CPU"))
-    srv_rows = sorted((r for r in rows if not r.startswith("CPU")),
-                      key=lambda r: -sum(d for _, d, _ in rows[r]))
-    note = ""
-    if len(srv_rows) > TOP_N:
-        note = f"Busiest {TOP_N} of {len(srv_rows)} servers shown. "
-        srv_rows = srv_rows[:TOP_N]
-    if cut:
-        note += f"{cut} slices beyond the first {MAX_GANTT} left out. "
-    order = cpu_rows + srv_rows
-    labels = sorted({lab for r in order for _, _, lab in rows[r]})
-    cmap = plt.get_cmap("tab20")
-    color = {lab: ("red" if lab == "isr" else cmap(i % 20)) for i, lab in enumerate(labels)}
-    nb = min(len(budget), 6)
-    fig, axes = plt.subplots(2 if nb else 1, 1, figsize=(10, 0.35 * len(order) + 1.5 +
-                                                          (1.6 if nb else 0)),
-                             gridspec_kw={"height_ratios": [max(len(order), 1), 3]} if nb
-                             else None, squeeze=False)
-    ax = axes[0][0]
-    for y, r in enumerate(order):
-        segs = rows[r]
-        ax.broken_barh([((s - lo_us) / 1e3, d / 1e3) for s, d, _ in segs], (y - 0.4, 0.8),
-                       facecolors=[color[lab] for _, _, lab in segs])
-    ax.set_yticks(range(len(order)), order, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, (hi_us - lo_us) / 1e3)
-    ax.set_xlabel(f"time (ms) from {lo / 1e6:g} ms")
-    shown = [lab for lab in labels if lab != "isr"][:15]
-    ax.legend(handles=[matplotlib.patches.Patch(color=color[lab], label=lab)
-                       for lab in ["isr", *shown] if lab in color], fontsize=6, ncol=4,
-              loc="upper right")
-    if nb:
-        bx = axes[1][0]
-        for name, pts in list(budget.items())[:nb]:
-            pts.sort()
-            bx.step([(t - lo_us) / 1e3 for t, _ in pts], [max(v, 0) for _, v in pts],
-                    where="post", label=name.removeprefix("budget ").removesuffix(" (us)"))
-        bx.set_xlim(0, (hi_us - lo_us) / 1e3)
-        bx.set_ylabel("budget (us)")
-        bx.legend(fontsize=6, ncol=3)
+def _share_from_trace(r: Run, sched: timeline.Schedule) -> str:
+    """Stacked CPU use per CPU from the trace: each server, top halves,
+    softirq, idle, in ``SHARE_BINS`` bins of the run (of the trace's part
+    of it when the trace was cut)."""
+    dur = r.metrics["duration_ns"]
+    span = min(dur, sched.end_ns) if sched.truncated else dur
+    edges, per = timeline.binned(sched, span, SHARE_BINS)
+    width = (edges[1] - edges[0]) if len(edges) > 1 else span
+    out = []
+    cpus = sorted(per)
+    srv_all = sorted({k[1] for cpu in cpus for k in per[cpu] if k[0] == "server"})
+    fig, axes = plt.subplots(len(cpus), 1, figsize=(8, 1.9 * len(cpus) + 0.8), squeeze=False,
+                             sharex=True)
+    for ax, cpu in zip(axes[:, 0], cpus, strict=True):
+        groups = per[cpu]
+        srv = sorted((k for k in groups if k[0] == "server"), key=lambda k: -groups[k].sum())
+        shown = srv[:TOP_N]
+        layers, labels, colors = [], [], []
+        for k in shown:
+            layers.append(groups[k])
+            labels.append(k[1])
+            colors.append(palette.color_of(k[1]))
+        if srv[TOP_N:]:
+            layers.append(sum(groups[k] for k in srv[TOP_N:]))
+            labels.append(f"{len(srv) - TOP_N} more servers")
+            colors.append("#999999")
+        for k, lab, col in ((("isr", ""), "top halves", palette.ISR_PALETTE[0]),
+                            (("softirq", ""), "softirq", palette.SOFTIRQ_PALETTE[0])):
+            if k in groups and groups[k].sum() > 0:
+                layers.append(groups[k])
+                labels.append(lab)
+                colors.append(col)
+        busy = sum(layers) if layers else np.zeros(len(edges) - 1)
+        layers.append(np.clip(width - busy, 0, None))
+        labels.append("idle")
+        colors.append(palette.IDLE)
+        xs = (edges[:-1] + edges[1:]) / 2e9
+        ax.stackplot(xs, [100 * v / width for v in layers], labels=labels, colors=colors,
+                     step=None)
+        ax.set_ylim(0, 100)
+        ax.set_xlim(edges[0] / 1e9, edges[-1] / 1e9)
+        ax.set_ylabel(f"CPU {cpu} (%)")
+        ax.legend(fontsize=6, ncol=4, loc="upper right", framealpha=0.8)
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].set_title(f"{r.name}: CPU use per {_us(width)} (from the trace)", fontsize=9)
     fig.tight_layout()
-    return (f"<h3>{_esc(run.name)}: schedule {lo / 1e6:g}-{hi / 1e6:g} ms</h3>"
-            f"<p class='note'>{note}Top rows: what each CPU runs (ISRs in red); below: "
-            "each server's execution; bottom: remaining budget at each dispatch.</p>"
-            + _png(fig))
+    cut = (f"<p class='note'>The trace was cut at {_us(span)}: the plot covers "
+           "[0, that instant).</p>" if span < dur else "")
+    many = (f"<figcaption class='note'>Busiest {TOP_N} of {len(srv_all)} servers shown; "
+            f"the other {len(srv_all) - TOP_N} together in grey.</figcaption>"
+            if len(srv_all) > TOP_N else "")
+    out.append(f'<figure class="share" data-run="{_esc(r.name)}" data-bins="{len(xs)}">'
+               f"{_png(fig)}{many}</figure>{cut}")
+    return "".join(out)
+
+
+# ---- the verdict banner ------------------------------------------------------
+
+def _na(what: str, why: str) -> str:
+    """A "not applicable" note in place of a plot or table."""
+    return (f'<p class="na" data-na="{_esc(what)}">{_esc(what)}: not applicable: '
+            f"{_esc(why)}</p>")
+
+
+def verdict(run: Run, b: dict[str, Any]) -> dict[str, Any]:
+    """What the run's banner says: ``analysis`` (``ok`` True / False /
+    None when there is no analysis, ``failures``, ``source``), ``eq1``
+    (QUEST-VCPU Eq. 1 per CPU: sufficient only, not part of the verdict),
+    the simulation's ``misses`` per task, ``drops`` per device,
+    ``lost_interrupts``, ``budget_misses`` per server, ``partial``,
+    ``trace_truncated`` and the banner's ``status`` (``ok``, ``warn`` or
+    ``fail``)."""
+    m = run.metrics
+    an: dict[str, Any]
+    if run.analysis and isinstance(run.analysis.get("verdict"), dict):
+        v = run.analysis["verdict"]
+        an = {"ok": bool(v.get("ok")), "failures": list(v.get("failures", [])),
+              "source": "analysis.json (irqlab analyze --json)"}
+    elif "error" in b:
+        an = {"ok": None, "failures": [], "source": b["error"]}
+    elif "hypervisor" in b:
+        from irqlab.commands.analyze import hypervisor_failures
+
+        f = hypervisor_failures(b["hypervisor"])
+        an = {"ok": not f, "failures": f, "source": "config.json (VINT §VI)"}
+    else:
+        model = b.get("model", {})
+        an = {"ok": bool(model.get("ok", not model.get("failures"))),
+              "failures": list(model.get("failures", [])),
+              "source": f"config.json ({m.get('path')} path)"}
+    misses = {t["name"]: t["deadline_misses"] for t in m["tasks"]
+              if t.get("deadline_misses")}
+    drops = {d["name"]: d["dropped"] for d in m["devices"] if d.get("dropped")}
+    lost = sum(c.get("lost_interrupts") or 0 for c in m["cpus"])
+    bmiss = {s["name"]: s["budget_misses"] for s in m["servers"] if s.get("budget_misses")}
+    status = "ok"
+    if drops or lost or bmiss or an["ok"] is None or m.get("partial") \
+            or m.get("trace_truncated"):
+        status = "warn"
+    if misses or an["ok"] is False:
+        status = "fail"
+    return {"analysis": an, "eq1": list(b.get("cpus", [])) if "error" not in b else [],
+            "misses": misses, "drops": drops, "lost_interrupts": lost,
+            "budget_misses": bmiss, "partial": bool(m.get("partial")),
+            "trace_truncated": bool(m.get("trace_truncated")), "status": status}
+
+
+def _banner(run: Run, b: dict[str, Any]) -> str:
+    v = verdict(run, b)
+    an = v["analysis"]
+    m = run.metrics
+    real = not m.get("events")
+    if an["ok"] is None:
+        head = f"analysis: not available ({an['source']})"
+    elif an["ok"]:
+        head = "analysis: every server, task and flow is bounded within its deadline"
+    else:
+        head = (f"analysis: FAILS ({len(an['failures'])} item(s) without a bound within "
+                "the deadline)")
+    jobs = sum(t.get("released", 0) for t in m["tasks"])
+    what = "measured" if real else "simulated"
+    nmiss = sum(v["misses"].values())
+    ndrop = sum(v["drops"].values())
+    sim = (f"{what} {_us(m['duration_ns'])}: {nmiss} deadline miss{'es' if nmiss != 1 else ''} "
+           f"in {jobs} released jobs, {ndrop} dropped event{'s' if ndrop != 1 else ''}")
+    if v["lost_interrupts"]:
+        sim += f", {v['lost_interrupts']} lost interrupts"
+    items = [f"<li>analysis: {_esc(f)}</li>" for f in an["failures"][:TOP_N]]
+    if len(an["failures"]) > TOP_N:
+        items.append(f"<li>... and {len(an['failures']) - TOP_N} more analysis items</li>")
+    items += [f"<li>task {_esc(n)}: {c} deadline miss{'es' if c != 1 else ''}</li>"
+              for n, c in list(v["misses"].items())[:TOP_N]]
+    items += [f"<li>device {_esc(n)}: {c} dropped (buffer full)</li>"
+              for n, c in list(v["drops"].items())[:TOP_N]]
+    items += [f"<li>server {_esc(n)}: {c} periods without its budget</li>"
+              for n, c in list(v["budget_misses"].items())[:TOP_N]]
+    if v["partial"]:
+        items.append("<li>the run was stopped early (partial)</li>")
+    if v["trace_truncated"]:
+        items.append("<li>the trace was cut at trace_max_events: the timeline and the "
+                     "per-thread times cover its start only</li>")
+    eq1 = ""
+    if v["eq1"]:
+        parts = [f"CPU {c['cpu']}: demand {100 * c['demand']:.1f} % vs bound "
+                 f"{100 * c['bound']:.1f} %, {'met' if c['passes'] else 'not met'}"
+                 for c in v["eq1"]]
+        eq1 = ("<p class='note eq1'>QUEST-VCPU Eq. 1, a sufficient utilization test (not part "
+               "of the verdict; not meeting it does not mean a deadline can be missed, the "
+               f"response-time analysis decides): {_esc('; '.join(parts))}.</p>")
+    mark = {"ok": "\u2714", "warn": "\u26a0", "fail": "\u2716"}[v["status"]]
+    return (f'<div class="verdict {v["status"]}" data-run="{_esc(run.name)}" '
+            f'data-status="{v["status"]}" data-analysis-ok="{_esc(json.dumps(an["ok"]))}" '
+            f'data-misses="{nmiss}" data-drops="{ndrop}">'
+            f"<div class='head'>{mark} <b>{_esc(run.name)}</b> \u2014 {_esc(head)}; "
+            f"{_esc(sim)}</div>"
+            + (f"<ul>{''.join(items)}</ul>" if items else "")
+            + f"<p class='note'>verdict from {_esc(an['source'])}.</p>{eq1}</div>")
+
+
+# ---- the timeline ------------------------------------------------------------
+
+_ASSETS = Path(__file__).with_name("report_assets")
+
+
+def _no_budget(s: dict[str, Any], cfg_srv: dict[str, Any] | None) -> str | None:
+    kind = s.get("kind")
+    if kind == "unbounded":
+        return "a FIFO server (unbounded) has no budget"
+    if cfg_srv is None or cfg_srv.get("budget") is None:
+        return f"a {kind} server has no budget counter"
+    return None
+
+
+def _legend(sched: timeline.Schedule) -> str:
+    seen: dict[str, tuple[str, str]] = {}
+    for lab in sched.labels:
+        if lab.kind == "switch":
+            continue
+        key = lab.name if lab.kind in ("task", "thread") else f"{lab.kind}:{lab.name}"
+        seen.setdefault(key, (lab.name, lab.kind))
+    order = sorted(seen.values(), key=lambda x: ({"task": 0, "thread": 1, "isr": 2,
+                                                  "softirq": 3}.get(x[1], 4), x[0]))
+    words = {"task": "task", "thread": "thread", "isr": "top half", "softirq": "softirq"}
+    colour = {(lab.name, lab.kind): lab.color for lab in sched.labels}
+    items = [f'<span class="sw" data-name="{_esc(n)}" data-kind="{k}" '
+             f'data-color="{colour[(n, k)]}"><i style="background:{colour[(n, k)]}"></i>'
+             f"{_esc(n)} <small>{words.get(k, k)}</small></span>" for n, k in order[:60]]
+    if len(order) > 60:
+        items.append(f"<span>... and {len(order) - 60} more (hover the timeline)</span>")
+    items.append(f'<span class="sw" data-kind="idle"><i style="background:{palette.IDLE}">'
+                 "</i>idle</span>")
+    if any(t.kind == "switch" for t in sched.tracks):
+        items.append(f'<span class="sw" data-kind="switch"><i style="background:'
+                     f'{palette.SWITCH}"></i>VCPU switch</span>')
+    return f"<div class='tl-legend'>{''.join(items)}</div>"
+
+
+def _perfetto(run: Run) -> str:
+    f = run.trace_file()
+    if f is None:
+        return ""
+    size = f.stat().st_size
+    big = (" For a trace this large, <code>--trace-format perfetto</code> writes "
+           "<code>trace.pftrace</code>, a few times smaller and quicker to open."
+           if f.suffix == ".json" and size > 50e6 else "")
+    return (f"<details class='perfetto'><summary>Open <code>{_esc(f.name)}</code> "
+            f"({size / 1e6:.1f} MB) in Perfetto for every event and the flow arrows"
+            "</summary><ol><li>In Chrome, Chromium, Firefox or Edge, go to "
+            "<code>ui.perfetto.dev</code> (Perfetto's trace viewer; it runs in the browser "
+            "page and does not upload the file).</li><li>Choose <i>Open trace file</i> in "
+            f"the left menu (or drag the file onto the page) and pick <code>{_esc(f)}</code>."
+            "</li><li>Tracks: <i>CPU N</i> (what runs: threads, <code>irq ...</code> top "
+            "halves, <code>softirq ...</code>; VCPU switches), <i>servers on CPU N</i> (one "
+            "track per server, budget counters). Select a slice and follow its flow "
+            "arrows: interrupt \u2192 bottom half \u2192 woken task. Keys: W/S zoom, A/D "
+            "pan.</li></ol><p class='note'>Offline, <code>chrome://tracing</code> "
+            f"(<i>Load</i>) reads <code>trace.json</code> too.{big}</p></details>")
+
+
+def _timeline(run: Run, index: int, window: tuple[int, int] | None) -> str:
+    title = f"<h3>{_esc(run.name)}: schedule of the whole run</h3>"
+    sched = run.schedule
+    if sched is None:
+        return title + _na("timeline", "no trace in the run directory (simulate with "
+                           "--trace, or --report)") + _perfetto(run)
+    m = run.metrics
+    meta, blob = timeline.encode(sched)
+    cfg_srv = {s["name"]: s for s in (run.config or {}).get("servers", [])}
+    servers = []
+    for s in m["servers"]:
+        c = cfg_srv.get(s["name"])
+        servers.append({"name": s["name"], "cpu": s.get("cpu", 0), "kind": s.get("kind"),
+                        "color": palette.color_of(s["name"]),
+                        "budget_ns": None if _no_budget(s, c) else c["budget"],  # type: ignore
+                        "no_budget": _no_budget(s, c)})
+    meta.update({"duration_ns": m["duration_ns"], "cpus": list(range(len(m["cpus"]))),
+                 "servers": servers, "idle_color": palette.IDLE})
+    if window is not None:
+        meta["initial"] = [window[0], min(window[1], m["duration_ns"])]
+    notes = []
+    if sched.truncated:
+        notes.append(f"The trace was cut at {_us(sched.end_ns)} (trace_max_events): nothing "
+                     "after that is drawn.")
+    size = len(blob) + len(json.dumps(meta))
+    notes.append(f"{sched.slices:,} slices, {size / 1e3:,.0f} kB of page.")
+    return (title + f'<section class="timeline" id="timeline-{index}" '
+            f'data-run="{_esc(run.name)}" data-duration-ns="{m["duration_ns"]}" '
+            f'data-slices="{sched.slices}" data-bytes="{size}">'
+            "<div class='tl-bar'><button data-act='all'>whole run</button>"
+            "<button data-act='out'>\u2212</button><button data-act='in'>+</button>"
+            "<button data-act='left'>\u25c0</button><button data-act='right'>\u25b6</button>"
+            "<label><input type='checkbox' class='tl-servers'> servers and budgets</label>"
+            "<span class='tl-range'></span><span class='tl-status'>drawing...</span></div>"
+            "<div class='tl-wrap'><canvas tabindex='0'></canvas><div class='tl-tip'></div>"
+            "</div>"
+            f"<script type='application/json' class='tl-meta'>{_script_json(meta)}</script>"
+            f"<script type='application/octet-stream' class='tl-blob'>{blob}</script>"
+            "</section>" + _legend(sched)
+            + "<p class='note'>Wheel: zoom around the pointer; drag: pan; double-click: the "
+            "whole run; keys + - \u2190 \u2192 0. Slices narrower than a pixel add up to a "
+            "bar in their pixel column, stacked by who ran (its height: the column's busy "
+            "share, at least a quarter of the track); a tick on a CPU track's top edge "
+            "marks each top half, even one that took no time. Grey: idle. "
+            f"{' '.join(_esc(n) for n in notes)}</p>" + _perfetto(run))
+
+
+def _script_json(x: Any) -> str:
+    return json.dumps(x, separators=(",", ":")).replace("</", "<\\/")
+
+
+# ---- where each CPU's time went -----------------------------------------------
+
+def breakdown(run: Run) -> dict[int, list[dict[str, Any]]]:
+    """Per CPU, the rows of the time breakdown: ``part`` ``top`` (top
+    halves, softirq, each server, idle: they add up to the run's duration)
+    or ``sub`` (a top-level row's split by device or thread, from the
+    trace), with ``what``, ``kind``, ``ns`` and ``source`` (``metrics`` or
+    ``trace``). Top-level values come from ``metrics.json`` (``isr_ns``,
+    ``softirq_ns``, ``idle_ns``, each server's ``busy_ns + background_ns``);
+    where a real run leaves them out, from the trace."""
+    m = run.metrics
+    sched = run.schedule
+    per = timeline.cpu_time(sched) if sched is not None else {}
+    dur = m["duration_ns"]
+    out: dict[int, list[dict[str, Any]]] = {}
+    for cpu, c in enumerate(m["cpus"]):
+        acc = per.get(cpu, {})
+        rows: list[dict[str, Any]] = []
+
+        def total(kind: str, acc: dict[tuple[str, str, str | None], int] = acc) -> int:
+            return sum(ns for (k, _, srv), ns in acc.items() if k == kind and srv is None)
+
+        def subs(kind: str, prefix: str, acc: dict[tuple[str, str, str | None], int] = acc
+                 ) -> list[dict[str, Any]]:
+            return [{"part": "sub", "what": n.removeprefix(prefix).strip() or n, "kind": kind,
+                     "ns": ns, "source": "trace"}
+                    for (k, n, srv), ns in sorted(acc.items()) if k == kind and srv is None]
+
+        src = "metrics" if "isr_ns" in c else "trace"
+        have = src == "metrics" or sched is not None
+        if not have:
+            continue
+        isr = c["isr_ns"] if src == "metrics" else total("isr")
+        rows.append({"part": "top", "what": "top halves (ISRs)", "kind": "isr", "ns": isr,
+                     "source": src})
+        rows += subs("isr", "irq")
+        soft = c.get("softirq_ns") if src == "metrics" else total("softirq")
+        if soft or m.get("path") == "linux":
+            rows.append({"part": "top", "what": "softirq (bottom halves at IRQ exit)",
+                         "kind": "softirq", "ns": soft or 0, "source": src})
+            rows += subs("softirq", "softirq")
+        busy = 0
+        for s in m["servers"]:
+            if s.get("cpu", 0) != cpu:
+                continue
+            threads = sorted(((n, ns) for (k, n, srv), ns in acc.items()
+                              if srv == s["name"]), key=lambda x: -x[1])
+            if "busy_ns" in s:
+                ns, ssrc = s["busy_ns"] + (s.get("background_ns") or 0), "metrics"
+            else:
+                ns, ssrc = sum(x for _, x in threads), "trace"
+            busy += ns
+            kind = "FIFO (unbounded)" if s.get("kind") == "unbounded" else s.get("kind", "")
+            rows.append({"part": "top", "what": f"server {s['name']}", "kind": kind,
+                         "ns": ns, "source": ssrc, "server": s["name"]})
+            tasks = {t["name"] for t in m["tasks"]}
+            rows += [{"part": "sub", "what": n, "kind": "task" if n in tasks else "thread",
+                      "ns": x, "source": "trace", "server": s["name"]} for n, x in threads]
+        if "idle_ns" in c:
+            idle, isrc = c["idle_ns"], "metrics"
+        else:
+            idle, isrc = dur - isr - (soft or 0) - busy, "trace"
+        rows.append({"part": "top", "what": "idle", "kind": "idle", "ns": idle,
+                     "source": isrc})
+        out[cpu] = rows
+    return out
+
+
+def _breakdown(runs: Sequence[Run]) -> str:
+    out = ["<h2>Where each CPU's time went</h2><p>Per CPU: the top halves, softirq, "
+           "each server (with its threads below it) and idle add up to the run's duration. "
+           "Totals are the metrics' (<code>isr_ns</code>, <code>softirq_ns</code>, "
+           "<code>idle_ns</code>, each server's <code>busy_ns + background_ns</code>); the "
+           "split by device and by thread is summed from the trace.</p>"]
+    for r in runs:
+        rows_by_cpu = breakdown(r)
+        if not rows_by_cpu:
+            out.append(_na(f"{r.name}: CPU time breakdown", "the run directory has neither "
+                           "per-CPU metrics nor a trace"))
+            continue
+        dur = r.metrics["duration_ns"]
+        for cpu, rows in rows_by_cpu.items():
+            c = r.metrics["cpus"][cpu]
+            body = []
+            for i, row in enumerate(rows):
+                pct = 100 * row["ns"] / dur if dur else 0.0
+                swatch = ""
+                if row["kind"] == "isr":
+                    swatch = palette.ISR_PALETTE[0] if row["part"] == "top" else \
+                        palette.isr_color(row["what"])
+                elif row["kind"] == "softirq":
+                    swatch = palette.SOFTIRQ_PALETTE[0] if row["part"] == "top" else \
+                        palette.softirq_color(row["what"])
+                elif row["kind"] == "idle":
+                    swatch = palette.IDLE
+                else:
+                    swatch = palette.color_of(row.get("server") if row["part"] == "top"
+                                              else row["what"])
+                what = row["what"] if row["part"] == "top" else "\u2003" + row["what"]
+                src = "" if row["source"] == "metrics" else " <small>(trace)</small>"
+                body.append(
+                    f'<tr class="{row["part"]}" data-cpu="{cpu}" data-part="{row["part"]}" '
+                    f'data-kind="{_esc(row["kind"])}" data-ns="{row["ns"]}">'
+                    f'<td><i class="swatch" style="background:{swatch}"></i>{_esc(what)}</td>'
+                    f"<td>{_esc(row['kind'])}</td>"
+                    + _cell(row["ns"], f"{r.name}.cpu{cpu}.{i}.ns", _us(row["ns"]))
+                    + f"<td>{pct:.2f} %{src}</td></tr>")
+            tot = sum(row["ns"] for row in rows if row["part"] == "top")
+            body.append('<tr class="total"><td>total</td><td></td>'
+                        + _cell(tot, f"{r.name}.cpu{cpu}.total_ns", _us(tot))
+                        + f"<td>{100 * tot / dur if dur else 0:.2f} %</td></tr>")
+            notes = []
+            if tot != dur:
+                notes.append(f"The rows add up to {_us(tot)}, not the run's {_us(dur)}: "
+                             "the metrics do not account for every nanosecond of this run.")
+            if c.get("switch_ns"):
+                notes.append(f"Of the servers' time, {_us(c['switch_ns'])} is VCPU switch "
+                             "overhead (charged to the incoming VCPU).")
+            if r.metrics.get("path") == "linux":
+                notes.append("On the linux path a bottom half runs in softirq context at IRQ "
+                             "exit (the softirq row, charged to no thread); ksoftirqd/N runs "
+                             "only the work deferred to it (softirq's restart and 2 ms "
+                             "limits).")
+            sched = r.schedule
+            if sched is not None and sched.truncated:
+                notes.append("The trace was cut (trace_max_events): the per-thread split "
+                             "covers its start only.")
+            elif sched is None:
+                notes.append("No trace: no split by thread or device.")
+            out.append(f"<h3>{_esc(r.name)}: CPU {cpu}</h3><table class='breakdown' "
+                       f"data-run='{_esc(r.name)}' data-cpu='{cpu}' data-duration-ns='{dur}'>"
+                       "<tr><th>what</th><th>kind</th><th>time</th><th>of the run</th></tr>"
+                       f"{''.join(body)}</table>"
+                       + "".join(f"<p class='note'>{_esc(n)}</p>" for n in notes))
+    return "".join(out)
 
 
 TASK_FIELDS = [("released", "released", "count"), ("finished", "completed", "count"),
@@ -582,6 +993,26 @@ h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f0f3f7}
 td:first-child,td:nth-child(2){text-align:left}.note{color:#666;font-size:12px}
 img{max-width:100%;display:block;margin:6px 0}
+.verdict{border-radius:6px;padding:8px 12px;margin:8px 0;border:2px solid}
+.verdict .head{font-size:15px}.verdict ul{margin:4px 0 0 0}.verdict p{margin:4px 0 0 0}
+.verdict.ok{background:#e9f6ec;border-color:#3a9b50}
+.verdict.warn{background:#fff6e0;border-color:#d09a1a}
+.verdict.fail{background:#fdeceb;border-color:#c0392b}
+.na{color:#555;font-style:italic;background:#f6f6f6;padding:4px 8px;border-left:3px solid #bbb}
+.zero-note{background:#eef4fb;padding:4px 8px;border-left:3px solid #4a7fb5;font-size:13px}
+section.timeline{position:relative;margin:6px 0;user-select:none}
+.tl-bar{display:flex;gap:6px;align-items:center;margin:4px 0;font-size:12px}
+.tl-bar button{font-size:12px;padding:1px 8px}.tl-range{margin-left:12px;font-family:monospace}
+.tl-status{color:#a33}.tl-wrap{position:relative}
+section.timeline canvas{display:block;cursor:grab;border:1px solid #ddd}
+.tl-tip{position:absolute;display:none;background:#fffffe;border:1px solid #999;padding:3px 6px;
+font-size:12px;white-space:pre;pointer-events:none;box-shadow:0 1px 4px #0003;z-index:2}
+.tl-legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px;margin:4px 0}
+.tl-legend i,i.swatch{display:inline-block;width:11px;height:11px;margin-right:4px;
+vertical-align:-1px;border:1px solid #0002}
+.tl-legend small{color:#888}
+table.breakdown tr.sub td{color:#555;font-size:12px}table.breakdown tr.total td{font-weight:600}
+details.perfetto{margin:6px 0;font-size:13px}
 """
 
 
@@ -591,12 +1022,17 @@ def render(runs: Sequence[Run], *, window: tuple[int, int] | None = None) -> str
         raise ValueError("report: at least one run directory")
     bounds = [run_bounds(r) for r in runs]
     title = " vs ".join(r.name for r in runs)
+    script = (_ASSETS / "timeline.js").read_text()
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>irqlab report: "
              f"{_esc(title)}</title><style>{STYLE}</style></head><body>",
              f"<h1>irqlab report: {_esc(title)}</h1>",
+             *(_banner(r, b) for r, b in zip(runs, bounds, strict=True)),
              "<p class='note'>Times in us/ms for reading; each cell's raw value (ns, bytes, "
              "fractions as in metrics.json, docs/metrics.md) is in its data-value.</p>",
-             _summary(runs), "<h2>Analysis</h2>",
+             _summary(runs),
+             "<h2>Schedule</h2>", *(_timeline(r, i, window) for i, r in enumerate(runs)),
+             _breakdown(runs),
+             "<h2>Analysis</h2>",
              *(_analysis(r, b) for r, b in zip(runs, bounds, strict=True)),
              _side_by_side(runs, "tasks", TASK_FIELDS),
              _side_by_side(runs, "devices", DEVICE_FIELDS) if any(
@@ -604,9 +1040,8 @@ def render(runs: Sequence[Run], *, window: tuple[int, int] | None = None) -> str
              _side_by_side(runs, "servers", SERVER_FIELDS),
              _side_by_side(runs, "virqs", VIRQ_FIELDS) if any(
                  r.metrics["virqs"] for r in runs) else "",
-             "<h2>Schedule</h2>", *(_gantt(r, window) for r in runs),
              _responses(runs, bounds), _io_latency(runs, bounds), _share(runs),
-             "</body></html>"]
+             f"<script>{script}</script></body></html>"]
     return "\n".join(p for p in parts if p)
 
 
@@ -614,8 +1049,8 @@ def write_report(run_dirs: Sequence[Path | str], out: Path | str, *,
                  window: tuple[int, int] | None = None,
                  names: Sequence[str] | None = None) -> Path:
     """Load the run directories and write the report to ``out`` (an HTML
-    file); ``window`` is the Gantt chart's ``(start_ns, end_ns)`` (default:
-    the first 20 ms of the trace)."""
+    file); ``window`` ``(start_ns, end_ns)`` is the timeline's first view
+    (default: the whole run; the page can always zoom out to it)."""
     if window is not None and not 0 <= window[0] < window[1]:
         raise ValueError(f"window: {window}: need 0 <= start < end (ns)")
     dirs = [Path(d) for d in run_dirs]

@@ -69,7 +69,8 @@ def test_demo_report_in_chromium(demo: Path) -> None:
     text = page.read_text()
     # self-contained: no network references
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", text)
-    assert text.count("data:image/png;base64,") >= 5
+    assert text.count("data:image/png;base64,") >= 4
+    assert text.count('<section class="timeline" id=') == 2  # one per run, in place of Gantt PNGs
     dom = headless(page, "--dump-dom").stdout
     cells = Cells()
     cells.feed(dom)
@@ -124,6 +125,8 @@ def test_large_model_report_is_bounded(tmp_path: Path) -> None:
     page = write_report([tmp_path / "big"], tmp_path / "big.html")
     text = page.read_text()
     assert f"Showing the top 12 of {n}" in text and f"Busiest 12 of {n} servers" in text
+    # the timeline holds every server (shown on demand), the plots only the busiest
+    assert text.count('"server":"v') >= n
     assert "Tasks with the most jobs: 12 shown" in text
     assert "Bounds of the 24 tasks with the most jobs" in text
     assert text.count(".bound.task.") <= 2 * 24
