@@ -727,13 +727,20 @@ def _banner(run: Run, b: dict[str, Any]) -> str:
 _ASSETS = Path(__file__).with_name("report_assets")
 
 
-def _no_budget(s: dict[str, Any], cfg_srv: dict[str, Any] | None) -> str | None:
+def _budget_scale(s: dict[str, Any], cfg_srv: dict[str, Any] | None,
+                  counter: timeline.Counter | None) -> tuple[int | None, str | None]:
+    """A server's budget row: the top of its scale (ns: the configured
+    budget, else the largest value of its counter, as for a PIBS I/O VCPU
+    whose budget follows the inherited period), or why there is none."""
     kind = s.get("kind")
     if kind == "unbounded":
-        return "a FIFO server (unbounded) has no budget"
-    if cfg_srv is None or cfg_srv.get("budget") is None:
-        return f"a {kind} server has no budget counter"
-    return None
+        return None, "a FIFO server (unbounded) has no budget"
+    if counter is None or not len(counter.values):
+        return None, f"the trace has no budget counter for this {kind} server"
+    top = (cfg_srv or {}).get("budget") or int(counter.values.max())
+    if top <= 0:
+        return None, f"the trace's budget counter of this {kind} server is never positive"
+    return int(top), None
 
 
 def _legend(sched: timeline.Schedule) -> str:
@@ -791,13 +798,14 @@ def _timeline(run: Run, index: int, window: tuple[int, int] | None) -> str:
     m = run.metrics
     meta, blob = timeline.encode(sched)
     cfg_srv = {s["name"]: s for s in (run.config or {}).get("servers", [])}
+    counters = {(c.cpu, c.server): c for c in sched.counters}
     servers = []
     for s in m["servers"]:
-        c = cfg_srv.get(s["name"])
+        top, why = _budget_scale(s, cfg_srv.get(s["name"]),
+                                 counters.get((s.get("cpu", 0), s["name"])))
         servers.append({"name": s["name"], "cpu": s.get("cpu", 0), "kind": s.get("kind"),
-                        "color": palette.color_of(s["name"]),
-                        "budget_ns": None if _no_budget(s, c) else c["budget"],  # type: ignore
-                        "no_budget": _no_budget(s, c)})
+                        "color": palette.color_of(s["name"]), "budget_ns": top,
+                        "no_budget": why})
     meta.update({"duration_ns": m["duration_ns"], "cpus": list(range(len(m["cpus"]))),
                  "servers": servers, "idle_color": palette.IDLE})
     if window is not None:

@@ -116,7 +116,7 @@
         self.servers.forEach(function (x) {
           if (x.srv.cpu !== cpu) return;
           rows.push({ type: "server", label: "  " + x.srv.name, h: 14, track: x.track, srv: x.srv });
-          rows.push({ type: "budget", label: "    budget", h: 26, counter: x.counter, srv: x.srv });
+          rows.push({ type: "budget", label: x.srv.budget_ns ? "    budget \u2264 " + fmt(x.srv.budget_ns) : "    budget", h: x.srv.budget_ns ? 26 : 14, counter: x.counter, srv: x.srv });
         });
       }
     });
@@ -249,9 +249,10 @@
       return;
     }
     var top = srv.budget_ns, t0 = this.t0, t1 = this.t1, k = (W - GUTTER) / (t1 - t0);
-    function yOf(v) { return r.y + r.h - Math.max(0, Math.min(1, v / top)) * r.h; }
+    // whole pixels and a 2 px line: crisp, in the server's own colour
+    function yOf(v) { return Math.round(r.y + 1 + (r.h - 2) * (1 - Math.max(0, Math.min(1, v / top)))); }
     var i = Math.max(0, lowerBound(c.t, t0) - 1), n = c.t.length;
-    ctx.strokeStyle = srv.color; ctx.lineWidth = 1.2; ctx.beginPath();
+    ctx.strokeStyle = srv.color; ctx.lineWidth = 2; ctx.beginPath();
     var x = GUTTER, v = c.v[i];
     ctx.moveTo(x, yOf(v));
     for (i = i + 1; i < n && c.t[i] <= t1; i++) {
@@ -260,8 +261,6 @@
     }
     ctx.lineTo(Math.min(W, this.xOf(this.duration)), yOf(v));
     ctx.stroke(); ctx.lineWidth = 1;
-    ctx.fillStyle = "#777"; ctx.font = "10px system-ui,sans-serif"; ctx.textBaseline = "top";
-    ctx.fillText(fmt(top), W - 60, r.y + 1);
   };
 
   Timeline.prototype.hit = function (x, y) {
