@@ -743,7 +743,7 @@ def _budget_scale(s: dict[str, Any], cfg_srv: dict[str, Any] | None,
     return int(top), None
 
 
-def _legend(sched: timeline.Schedule) -> str:
+def _legend(sched: timeline.Schedule, tasks: Sequence[str] = ()) -> str:
     seen: dict[str, tuple[str, str]] = {}
     for lab in sched.labels:
         if lab.kind == "switch":
@@ -759,6 +759,10 @@ def _legend(sched: timeline.Schedule) -> str:
              f"{_esc(n)} <small>{words.get(k, k)}</small></span>" for n, k in order[:60]]
     if len(order) > 60:
         items.append(f"<span>... and {len(order) - 60} more (hover the timeline)</span>")
+    idle_tasks = [n for n in tasks if n not in seen]
+    items += [f'<span class="sw" data-name="{_esc(n)}" data-kind="task" '
+              f'data-color="{palette.color_of(n)}"><i style="background:{palette.color_of(n)}">'
+              f"</i>{_esc(n)} <small>task, never ran</small></span>" for n in idle_tasks[:20]]
     items.append(f'<span class="sw" data-kind="idle"><i style="background:{palette.IDLE}">'
                  "</i>idle</span>")
     if any(t.kind == "switch" for t in sched.tracks):
@@ -828,7 +832,7 @@ def _timeline(run: Run, index: int, window: tuple[int, int] | None) -> str:
             "</div>"
             f"<script type='application/json' class='tl-meta'>{_script_json(meta)}</script>"
             f"<script type='application/octet-stream' class='tl-blob'>{blob}</script>"
-            "</section>" + _legend(sched)
+            "</section>" + _legend(sched, [t["name"] for t in m["tasks"]])
             + "<p class='note'>Wheel: zoom around the pointer; drag: pan; double-click: the "
             "whole run; keys + - \u2190 \u2192 0. Slices narrower than a pixel add up to a "
             "bar in their pixel column, stacked by who ran (its height: the column's busy "
