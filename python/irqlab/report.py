@@ -105,6 +105,19 @@ class Run:
                 path=self.metrics.get("path")) or False
         return self._schedule or None
 
+    def traced(self) -> tuple[int, str | None]:
+        """The part ``[0, end ns)`` of the run the trace covers, and why it
+        is not the whole run (``None`` when it is)."""
+        dur = self.metrics["duration_ns"]
+        sched = self.schedule
+        until = ((self.config or {}).get("trace") or {}).get("until")
+        if sched is not None and sched.truncated:
+            return min(dur, sched.end_ns), ("the trace was cut at trace_max_events at "
+                                            f"{_us(sched.end_ns)}")
+        if until is not None and until < dur:
+            return int(until), f"the trace covers the first {_us(until)} (trace_until)"
+        return dur, None
+
     def trace_file(self) -> Path | None:
         """The trace file of the run directory, if any."""
         for n in ("trace.json", "trace.pftrace"):
@@ -566,9 +579,8 @@ def _share(runs: Sequence[Run]) -> str:
 def _share_from_trace(r: Run, sched: timeline.Schedule) -> str:
     """Stacked CPU use per CPU from the trace: each server, top halves,
     softirq, idle, in ``SHARE_BINS`` bins of the run (of the trace's part
-    of it when the trace was cut)."""
-    dur = r.metrics["duration_ns"]
-    span = min(dur, sched.end_ns) if sched.truncated else dur
+    of it the trace covers)."""
+    span, why = r.traced()
     edges, per = timeline.binned(sched, span, SHARE_BINS)
     width = (edges[1] - edges[0]) if len(edges) > 1 else span
     out = []
@@ -609,8 +621,8 @@ def _share_from_trace(r: Run, sched: timeline.Schedule) -> str:
     axes[-1, 0].set_xlabel("time (s)")
     axes[0, 0].set_title(f"{r.name}: CPU use per {_us(width)} (from the trace)", fontsize=9)
     fig.tight_layout()
-    cut = (f"<p class='note'>The trace was cut at {_us(span)}: the plot covers "
-           "[0, that instant).</p>" if span < dur else "")
+    cut = (f"<p class='note'>The plot covers [0, {_us(span)}): {_esc(why)}.</p>"
+           if why else "")
     many = (f"<figcaption class='note'>Busiest {TOP_N} of {len(srv_all)} servers shown; "
             f"the other {len(srv_all) - TOP_N} together in grey.</figcaption>"
             if len(srv_all) > TOP_N else "")
@@ -704,6 +716,8 @@ def _banner(run: Run, b: dict[str, Any]) -> str:
     if v["trace_truncated"]:
         items.append("<li>the trace was cut at trace_max_events: the timeline and the "
                      "per-thread times cover its start only</li>")
+    elif run.traced()[1]:
+        items.append(f"<li>{_esc(run.traced()[1])}: the timeline covers that part only</li>")
     eq1 = ""
     if v["eq1"]:
         parts = [f"CPU {c['cpu']}: demand {100 * c['demand']:.1f} % vs bound "
@@ -812,12 +826,17 @@ def _timeline(run: Run, index: int, window: tuple[int, int] | None) -> str:
                         "no_budget": why})
     meta.update({"duration_ns": m["duration_ns"], "cpus": list(range(len(m["cpus"]))),
                  "servers": servers, "idle_color": palette.IDLE})
+    span, why = run.traced()
+    meta["trace_end_ns"] = span
     if window is not None:
         meta["initial"] = [window[0], min(window[1], m["duration_ns"])]
+    elif why:
+        meta["initial"] = [0, span]
     notes = []
-    if sched.truncated:
-        notes.append(f"The trace was cut at {_us(sched.end_ns)} (trace_max_events): nothing "
-                     "after that is drawn.")
+    if why:
+        notes.append(f"Only [0, {_us(span)}) of the {_us(m['duration_ns'])} run is drawn: "
+                     f"{why}; the first view is that part, and the rest is hatched "
+                     "(not traced).")
     size = len(blob) + len(json.dumps(meta))
     notes.append(f"{sched.slices:,} slices, {size / 1e3:,.0f} kB of page.")
     return (title + f'<section class="timeline" id="timeline-{index}" '
@@ -969,9 +988,10 @@ def _breakdown(runs: Sequence[Run]) -> str:
                              "only the work deferred to it (softirq's restart and 2 ms "
                              "limits).")
             sched = r.schedule
-            if sched is not None and sched.truncated:
-                notes.append("The trace was cut (trace_max_events): the per-thread split "
-                             "covers its start only.")
+            span, why = r.traced()
+            if sched is not None and why:
+                notes.append(f"The split by device and thread (trace) covers [0, {_us(span)}) "
+                             f"only: {why}. The totals are the whole run's.")
             elif sched is None:
                 notes.append("No trace: no split by thread or device.")
             out.append(f"<h3>{_esc(r.name)}: CPU {cpu}</h3><table class='breakdown' "

@@ -513,3 +513,25 @@ def test_perfetto_note(runs: dict[str, Path]) -> None:
     assert f"trace.json</code> ({size:.1f} MB)" in note
     assert "ui.perfetto.dev" in note and "Open trace file" in note
     assert "does not upload" in note and "chrome://tracing" in note
+
+
+def test_a_trace_of_part_of_the_run_is_said_to_be_so(tmp_path: Path) -> None:
+    """With simulation.trace_until the trace covers the run's start: the
+    timeline opens on that part and hatches the rest (not idle), the
+    breakdown and the CPU-use plot say what their split covers, while the
+    breakdown's totals stay the whole run's."""
+    model = json.loads(json.dumps(EQ1_NOT_MET))
+    model["simulation"]["trace_until"] = "30ms"
+    from_dict(model).simulate().write(tmp_path / "part")
+    page = write_report([tmp_path / "part"], tmp_path / "part.html").read_text()
+    p = Page(page)
+    meta = p.meta[0]
+    assert meta["trace_end_ns"] == 30_000_000 and meta["initial"] == [0, 30_000_000]
+    assert meta["duration_ns"] == 100_000_000
+    assert "Only [0, 30.000 ms) of the 100.000 ms run is drawn" in page
+    assert "The split by device and thread (trace) covers [0, 30.000 ms) only" in page
+    assert "The plot covers [0, 30.000 ms)" in page
+    (t,) = p.tables
+    assert sum(int(r["data-ns"]) for r in t["rows"] if r["data-part"] == "top") == 100_000_000
+    (b,) = p.banners
+    assert "the trace covers the first 30.000 ms" in b["text"]

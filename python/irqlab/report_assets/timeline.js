@@ -168,15 +168,28 @@
     ctx.clearRect(0, 0, W, this.height);
     ctx.fillStyle = "#fff"; ctx.fillRect(0, 0, W, this.height);
     this.drawAxis(ctx);
-    var x0 = Math.max(GUTTER, this.xOf(0)), x1 = Math.min(W, this.xOf(this.duration));
+    var traced = this.meta.trace_end_ns === undefined ? this.duration : this.meta.trace_end_ns;
+    var x0 = Math.max(GUTTER, this.xOf(0)), x1 = Math.max(x0, Math.min(W, this.xOf(traced)));
+    var x2 = Math.min(W, this.xOf(this.duration));
     this.rows.forEach(function (r) {
       ctx.fillStyle = "#222"; ctx.font = "11px system-ui,sans-serif"; ctx.textBaseline = "middle";
       ctx.fillText(r.label, 4, r.y + r.h / 2, GUTTER - 8);
+      if (x2 > x1) self.drawUntraced(ctx, x1, x2, r.y, r.h);
       if (r.type === "budget") { self.drawBudget(ctx, r); return; }
       ctx.fillStyle = r.type === "switch" ? "#f4f4f4" : self.meta.idle_color;
       ctx.fillRect(x0, r.y, x1 - x0, r.h);
       if (r.track) self.drawSlices(ctx, r.track, r.y, r.h, r.type === "cpu");
     });
+  };
+
+  // the part of the run the trace does not cover: hatched, not idle grey
+  Timeline.prototype.drawUntraced = function (ctx, xa, xb, y, h) {
+    ctx.save();
+    ctx.beginPath(); ctx.rect(xa, y, xb - xa, h); ctx.clip();
+    ctx.fillStyle = "#fff"; ctx.fillRect(xa, y, xb - xa, h);
+    ctx.strokeStyle = "#d0d0d0"; ctx.beginPath();
+    for (var x = xa - h; x < xb; x += 8) { ctx.moveTo(x, y + h); ctx.lineTo(x + h, y); }
+    ctx.stroke(); ctx.restore();
   };
 
   Timeline.prototype.drawAxis = function (ctx) {
