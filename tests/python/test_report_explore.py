@@ -211,6 +211,20 @@ def test_timeline_zooms_and_pans_under_input_events(runs: dict[str, Path]) -> No
         t0, t1 = view(b)
         assert 0.02 * dur < t1 - t0 < 0.03 * dur and t0 < anchor < t1
         zoomed = pixels(shot(b, "timeline-zoomed.png"), rect)
+        # hovering a control job names it
+        jx = b.eval("(() => { const tl = window.irqlabTimelines[0], t = tl.tracks[0]; "
+                    "for (let i = 0; i < t.s.length; i++) if (t.s[i] > tl.t0 && t.e[i] < tl.t1 "
+                    "&& tl.meta.labels[t.l[i]].name === 'control') "
+                    "return tl.xOf((t.s[i] + t.e[i]) / 2); return null; })()")
+        assert jx is not None
+        b.mouse("mouseMoved", rect[0] + jx, y)
+        tip = b.eval("document.querySelector('.tl-tip').textContent")
+        assert tip.startswith("control (server ctl) \u00b7 task"), tip
+        # a piece of a 600 us job (softirq at IRQ exit preempts it every 100 us)
+        piece = re.search(r"duration ([\d.]+) us", tip)
+        assert piece and 0 < float(piece.group(1)) <= 600, tip
+        b.mouse("mouseMoved", x, rect[1] + rect[3] + 50)  # off the canvas: the tip goes
+        assert b.eval("document.querySelector('.tl-tip').style.display") == "none"
         # a drag of 300 px to the right shows what was 300 px to the left
         per_px = (t1 - t0) / width
         b.drag(x, y, x + 300)
