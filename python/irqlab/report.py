@@ -759,18 +759,22 @@ def _budget_scale(s: dict[str, Any], cfg_srv: dict[str, Any] | None,
 
 def _legend(sched: timeline.Schedule, tasks: Sequence[str] = ()) -> str:
     seen: dict[str, tuple[str, str]] = {}
+    guest: set[str] = set()
     for lab in sched.labels:
         if lab.kind == "switch":
             continue
         key = lab.name if lab.kind in ("task", "thread") else f"{lab.kind}:{lab.name}"
         seen.setdefault(key, (lab.name, lab.kind))
+        if lab.kind == "isr" and lab.server is not None:
+            guest.add(lab.name)
     order = sorted(seen.values(), key=lambda x: ({"task": 0, "thread": 1, "isr": 2,
                                                   "softirq": 3}.get(x[1], 4), x[0]))
     words = {"task": "task", "thread": "thread", "isr": "top half", "softirq": "softirq"}
     colour = {(lab.name, lab.kind): lab.color for lab in sched.labels}
     items = [f'<span class="sw" data-name="{_esc(n)}" data-kind="{k}" '
              f'data-color="{colour[(n, k)]}"><i style="background:{colour[(n, k)]}"></i>'
-             f"{_esc(n)} <small>{words.get(k, k)}</small></span>" for n, k in order[:60]]
+             f"{_esc(n)} <small>{'guest ISR' if n in guest else words.get(k, k)}</small>"
+             "</span>" for n, k in order[:60]]
     if len(order) > 60:
         items.append(f"<span>... and {len(order) - 60} more (hover the timeline)</span>")
     idle_tasks = [n for n in tasks if n not in seen]
@@ -909,19 +913,20 @@ def breakdown(run: Run) -> dict[int, list[dict[str, Any]]]:
         for s in m["servers"]:
             if s.get("cpu", 0) != cpu:
                 continue
-            threads = sorted(((n, ns) for (k, n, srv), ns in acc.items()
+            threads = sorted(((n, ns, k) for (k, n, srv), ns in acc.items()
                               if srv == s["name"]), key=lambda x: -x[1])
             if "busy_ns" in s:
                 ns, ssrc = s["busy_ns"] + (s.get("background_ns") or 0), "metrics"
             else:
-                ns, ssrc = sum(x for _, x in threads), "trace"
+                ns, ssrc = sum(x for _, x, _ in threads), "trace"
             busy += ns
             kind = "FIFO (unbounded)" if s.get("kind") == "unbounded" else s.get("kind", "")
             rows.append({"part": "top", "what": f"server {s['name']}", "kind": kind,
                          "ns": ns, "source": ssrc, "server": s["name"]})
             tasks = {t["name"] for t in m["tasks"]}
-            rows += [{"part": "sub", "what": n, "kind": "task" if n in tasks else "thread",
-                      "ns": x, "source": "trace", "server": s["name"]} for n, x in threads]
+            rows += [{"part": "sub", "what": n,
+                      "kind": "guest ISR" if k == "isr" else "task" if n in tasks else "thread",
+                      "ns": x, "source": "trace", "server": s["name"]} for n, x, k in threads]
         if "idle_ns" in c:
             idle, isrc = c["idle_ns"], "metrics"
         else:
@@ -951,7 +956,9 @@ def _breakdown(runs: Sequence[Run]) -> str:
             for i, row in enumerate(rows):
                 pct = 100 * row["ns"] / dur if dur else 0.0
                 swatch = ""
-                if row["kind"] == "isr":
+                if row["kind"] == "guest ISR":
+                    swatch = palette.isr_color(row["what"])
+                elif row["kind"] == "isr":
                     swatch = palette.ISR_PALETTE[0] if row["part"] == "top" else \
                         palette.isr_color(row["what"])
                 elif row["kind"] == "softirq":

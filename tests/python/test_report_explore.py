@@ -70,6 +70,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("explore")
     out = {name: simulate(name, base / name, "--trace") for name in
            ("control-and-stream-linux", "control-and-flood", "control-and-flood-no-iovcpu")}
+    out["vint-case"] = simulate("vint-case", base / "vint-case", "--trace", "--duration", "2s")
     from_dict(TWO_CPU_LINUX).simulate().write(base / "two-cpu-linux")
     out["two-cpu-linux"] = base / "two-cpu-linux"
     for name, d in out.items():
@@ -394,7 +395,7 @@ def test_a_task_has_one_colour_across_models_and_never_an_interrupt_colour(
 # ---- the breakdown -----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["two-cpu-linux", "control-and-flood",
-                                  "control-and-stream-linux"])
+                                  "control-and-stream-linux", "vint-case"])
 def test_breakdown_adds_up_to_the_run_per_cpu(runs: dict[str, Path], name: str) -> None:
     """Per CPU, top halves + softirq + every server + idle = the run's
     duration (exact, in ns; the percentages to 100 within rounding); the

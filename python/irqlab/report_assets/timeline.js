@@ -111,7 +111,7 @@
       var main = self.tracks.filter(function (t) { return t.cpu === cpu && t.kind === "cpu"; })[0];
       var sw = self.tracks.filter(function (t) { return t.cpu === cpu && t.kind === "switch"; })[0];
       rows.push({ type: "cpu", label: "CPU " + cpu, h: 30, track: main || null });
-      if (sw) rows.push({ type: "switch", label: "  VCPU switches", h: 8, track: sw });
+      if (sw) rows.push({ type: "switch", label: "  switches", h: 10, track: sw });
       if (self.showServers) {
         self.servers.forEach(function (x) {
           if (x.srv.cpu !== cpu) return;
