@@ -398,11 +398,18 @@ def _drawn_bounds(ax: Any) -> str:
 
 def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     names: list[str] = []
+    single: dict[str, list[str]] = defaultdict(list)
     for r in runs:
         names += [t["name"] for t in r.metrics["tasks"]
-                  if t["response"]["count"] and t["name"] not in names]
+                  if t["response"]["count"] >= 2 and t["name"] not in names]
+        for t in r.metrics["tasks"]:
+            if t["response"]["count"] == 1:
+                single[t["name"]].append(f"{r.name}: {_us(t['response']['max_ns'])}"
+                                         if len(runs) > 1 else _us(t["response"]["max_ns"]))
+    one = "".join(_na(f"response times of {n}", "one finished job, no distribution "
+                      f"({'; '.join(v)})") for n, v in single.items() if n not in names)
     if not names:
-        return ""
+        return f"<h2>Response times</h2>{one}" if one else ""
     note = ""
     if len(names) > TOP_N:
         counts: dict[str, int] = defaultdict(int)
@@ -422,7 +429,7 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
         caption = []
         for r, by_name, tb, b in zip(runs, index, tbs, bounds, strict=True):
             t = by_name.get(n)
-            if t is None or not t["response"]["count"]:
+            if t is None or t["response"]["count"] < 2:
                 continue
             h = t["response"]["histogram_ns"]
             color = _cdf(a1, h, r.name, None if many else palette.color_of(n))
@@ -451,7 +458,7 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
         out.append(f'<figure class="response" data-task="{_esc(n)}" data-bounds="{drawn}">'
                    f"{_png(fig)}<figcaption class='note'>{_esc('; '.join(caption))}"
                    "</figcaption></figure>")
-    return "".join(out) + "</div>"
+    return "".join(out) + "</div>" + one
 
 
 def zero_share(hist: list[list[int]]) -> tuple[int, int]:

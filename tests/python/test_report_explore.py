@@ -497,6 +497,14 @@ def test_not_applicable_instead_of_empty_or_two_point_plots(runs: dict[str, Path
     assert re.search(r'<figure class="share" data-run="control-and-flood" data-bins="100">',
                      traced)
     assert "not applicable" not in traced.split("<h2>CPU use over time</h2>")[1].split("<script")[0]
+    # a task with one finished job: a note, not a one-point CDF
+    model = json.loads(json.dumps(EQ1_NOT_MET))
+    model["tasks"].append({"name": "boot", "vcpu": "a", "program": [{"compute": "100us"}]})
+    from_dict(model).simulate().write(tmp_path / "once")
+    page = write_report([tmp_path / "once"], tmp_path / "once.html").read_text()
+    assert "response times of boot: not applicable: one finished job, no distribution" in page
+    figs = re.findall(r'<figure class="response" data-task="([^"]+)"', page)
+    assert figs == ["fast", "slow"]
 
 
 def test_zero_latencies_are_counted_and_left_off_the_log_axis(runs: dict[str, Path],
