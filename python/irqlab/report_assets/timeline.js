@@ -266,12 +266,27 @@
     function yOf(v) { return Math.round(r.y + 1 + (r.h - 2) * (1 - Math.max(0, Math.min(1, v / top)))); }
     var i = Math.max(0, lowerBound(c.t, t0) - 1), n = c.t.length;
     ctx.strokeStyle = srv.color; ctx.lineWidth = 2; ctx.beginPath();
-    var x = GUTTER, v = c.v[i];
-    ctx.moveTo(x, yOf(v));
-    for (i = i + 1; i < n && c.t[i] <= t1; i++) {
-      x = GUTTER + (c.t[i] - t0) * k;
-      ctx.lineTo(x, yOf(v)); v = c.v[i]; ctx.lineTo(x, yOf(v));
+    // a step line; the changes within one pixel column are drawn as one
+    // vertical stroke from their lowest to their highest value
+    var v = c.v[i], col = -1, lo = 0, hi = 0;
+    ctx.moveTo(GUTTER, yOf(v));
+    function flush() {
+      if (col < 0) return;
+      ctx.lineTo(col, yOf(lo)); ctx.lineTo(col, yOf(hi)); ctx.lineTo(col, yOf(v));
+      col = -1;
     }
+    for (i = i + 1; i < n && c.t[i] <= t1; i++) {
+      var x = Math.floor(GUTTER + (c.t[i] - t0) * k) + 0.5;
+      if (x !== col) {
+        flush();
+        ctx.lineTo(x, yOf(v));
+        col = x; lo = hi = v;
+      }
+      v = c.v[i];
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+    flush();
     ctx.lineTo(Math.min(W, this.xOf(this.duration)), yOf(v));
     ctx.stroke(); ctx.lineWidth = 1;
   };
