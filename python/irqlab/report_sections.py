@@ -266,6 +266,8 @@ def timeline_section(run: Run, index: int, window: tuple[int, int] | None) -> st
             "<button data-act='out'>\u2212</button><button data-act='in'>+</button>"
             "<button data-act='left'>\u25c0</button><button data-act='right'>\u25b6</button>"
             "<label><input type='checkbox' class='tl-servers'> servers and budgets</label>"
+            "<label class='tl-link-label' style='display:none'><input type='checkbox' "
+            "class='tl-link' checked> same view in every timeline</label>"
             "<span class='tl-range'></span><span class='tl-status'>drawing...</span></div>"
             "<div class='tl-wrap'><canvas tabindex='0'></canvas><div class='tl-tip'></div>"
             "</div>"

@@ -558,3 +558,24 @@ def test_a_trace_of_part_of_the_run_is_said_to_be_so(tmp_path: Path) -> None:
     assert sum(int(r["data-ns"]) for r in t["rows"] if r["data-part"] == "top") == 100_000_000
     (b,) = p.banners
     assert "the trace covers the first 30.000 ms" in b["text"]
+
+
+def test_two_runs_share_one_view_until_unlinked(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Design A next to design B: zooming one timeline zooms the other to
+    the same range; with "same view" unticked on B, B stays put."""
+    need_chromium()
+    page = write_report([runs["control-and-flood"], runs["control-and-flood-no-iovcpu"]],
+                        tmp_path / "ab.html")
+    with Browser(1280, 900) as b:
+        b.goto(page)
+        b.wait_for("document.querySelectorAll('section.timeline[data-ready]').length == 2")
+        assert b.eval("getComputedStyle(document.querySelector('.tl-link-label')).display") \
+            != "none"
+        rect = canvas_rect(b)
+        x, y = rect[0] + GUTTER + 0.25 * (rect[2] - GUTTER), rect[1] + 40
+        b.wheel(x, y, -600)
+        a = view(b, 0)
+        assert a[1] - a[0] < 1e9 and view(b, 1) == a
+        b.eval("document.querySelectorAll('input.tl-link')[1].click()")
+        b.wheel(x, y, -600)
+        assert view(b, 0)[1] - view(b, 0)[0] < a[1] - a[0] and view(b, 1) == a

@@ -12,6 +12,8 @@
  *
  * Mouse: wheel zooms around the pointer, drag pans, double-click shows the
  * whole run; keys (canvas focused): + - zoom, arrows pan, 0 whole run.
+ * With several runs on the page, "same view" keeps their timelines on one
+ * range.
  * The visible range is on the section as data-view-start-ns /
  * data-view-end-ns (tests read it back).
  */
@@ -145,6 +147,17 @@
     this.sec.setAttribute("data-view-end-ns", String(Math.round(this.t1)));
     if (this.rangeText)
       this.rangeText.textContent = fmt(this.t0) + " \u2013 " + fmt(this.t1) + " (" + fmt(this.t1 - this.t0) + " of " + fmt(full) + ")";
+    var link = this.sec.querySelector("input.tl-link");
+    if (link && link.checked && !Timeline.syncing) {
+      // the same range in every other linked timeline (design A vs B)
+      Timeline.syncing = true;
+      var a = this.t0, b = this.t1, me = this;
+      window.irqlabTimelines.forEach(function (o) {
+        var l = o.sec.querySelector("input.tl-link");
+        if (o !== me && l && l.checked) o.setView(a, b);
+      });
+      Timeline.syncing = false;
+    }
     if (!this.pending) {
       var self = this;
       this.pending = true;
@@ -372,6 +385,8 @@
       window.irqlabTimelines.push(tl);
       status.textContent = "";
       sec.setAttribute("data-ready", "1");
+      if (document.querySelectorAll("section.timeline").length > 1)
+        sec.querySelector(".tl-link-label").style.display = "";
     }).catch(function (e) { status.textContent = "timeline: " + e; });
   });
 })();
