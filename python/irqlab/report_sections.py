@@ -270,7 +270,8 @@ def timeline_section(run: Run, index: int, window: tuple[int, int] | None) -> st
             "class='tl-link' checked> same view in every timeline</label>"
             "<span class='tl-range'></span><span class='tl-status'>drawing...</span></div>"
             "<div class='tl-wrap'><canvas tabindex='0'></canvas><div class='tl-tip'></div>"
-            "</div>"
+            "<noscript>The timeline is drawn by the page's script: allow JavaScript for "
+            "this file (it loads nothing).</noscript></div>"
             f"<script type='application/json' class='tl-meta'>{script_json(meta)}</script>"
             f"<script type='application/octet-stream' class='tl-blob'>{blob}</script>"
             "</section>" + _legend(sched, [t["name"] for t in m["tasks"]])

@@ -10,7 +10,7 @@
  * idle grey), a thin track of VCPU switches where there are any and, on
  * demand, a row per server with its remaining budget.
  *
- * Mouse: wheel zooms around the pointer, drag pans, double-click shows the
+ * Mouse: wheel zooms around the pointer, a sideways swipe or a drag pans, double-click shows the
  * whole run; keys (canvas focused): + - zoom, arrows pan, 0 whole run.
  * With several runs on the page, "same view" keeps their timelines on one
  * range.
@@ -324,7 +324,13 @@
     function local(e) { var b = c.getBoundingClientRect(); return [e.clientX - b.left, e.clientY - b.top]; }
     c.addEventListener("wheel", function (e) {
       e.preventDefault();
-      var p = local(e), dy = e.deltaMode === 1 ? e.deltaY * 16 : e.deltaY;
+      var unit = e.deltaMode === 1 ? 16 : 1, dx = e.deltaX * unit, dy = e.deltaY * unit;
+      if (Math.abs(dx) > Math.abs(dy)) {  // a sideways swipe (trackpad): pan
+        var dt = dx * (self.t1 - self.t0) / (self.cssW - GUTTER);
+        self.setView(self.t0 + dt, self.t1 + dt);
+        return;
+      }
+      var p = local(e);
       self.zoom(Math.exp(dy * 0.0015), p[0] >= GUTTER ? self.tOf(p[0]) : undefined);
     }, { passive: false });
     c.addEventListener("mousedown", function (e) {
