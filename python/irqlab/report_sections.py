@@ -99,6 +99,7 @@ def verdict(run: Run, b: dict[str, Any]) -> dict[str, Any]:
 
 
 def banner(run: Run, b: dict[str, Any]) -> str:
+    """The run's verdict banner (see :func:`verdict`)."""
     v = verdict(run, b)
     an = v["analysis"]
     m = run.metrics
@@ -114,8 +115,13 @@ def banner(run: Run, b: dict[str, Any]) -> str:
     what = "measured" if real else "simulated"
     nmiss = sum(v["misses"].values())
     ndrop = sum(v["drops"].values())
-    sim = (f"{what} {us(m['duration_ns'])}: {nmiss} deadline miss{'es' if nmiss != 1 else ''} "
-           f"in {jobs} released jobs, {ndrop} dropped event{'s' if ndrop != 1 else ''}")
+    # a real run's directory may leave misses or drops out (irqlab vmm --out)
+    missed = (f"{nmiss} deadline miss{'es' if nmiss != 1 else ''}"
+              if all("deadline_misses" in t for t in m["tasks"])
+              else "deadline misses not measured")
+    dropped = (f"{ndrop} dropped event{'s' if ndrop != 1 else ''}"
+               if all("dropped" in d for d in m["devices"]) else "drops not measured")
+    sim = f"{what} {us(m['duration_ns'])}: {missed} in {jobs} released jobs, {dropped}"
     if v["lost_interrupts"]:
         sim += f", {v['lost_interrupts']} lost interrupts"
     items = [f"<li>analysis: {esc(f)}</li>" for f in an["failures"][:TOP_N]]

@@ -585,3 +585,30 @@ def test_two_runs_share_one_view_until_unlinked(runs: dict[str, Path], tmp_path:
         b.eval("document.querySelectorAll('input.tl-link')[1].click()")
         b.wheel(x, y, -600)
         assert view(b, 0)[1] - view(b, 0)[0] < a[1] - a[0] and view(b, 1) == a
+
+
+def test_a_run_that_measures_less_says_so(runs: dict[str, Path], tmp_path: Path) -> None:
+    """A real run's directory (irqlab vmm --out) leaves out misses, per-CPU
+    accounting and servers' busy time (irqlab.compare.VMM_LEFT_OUT): the
+    banner does not count 0 misses, the breakdown is "not applicable"
+    without a trace."""
+    import shutil
+
+    src = runs["control-and-flood"]
+    run = tmp_path / "real"
+    run.mkdir()
+    shutil.copy(src / "config.json", run / "config.json")
+    m = json.loads((src / "metrics.json").read_text())
+    m["events"] = 0
+    m["cpus"] = [{} for _ in m["cpus"]]
+    for t in m["tasks"]:
+        del t["deadline_misses"]
+    for s in m["servers"]:
+        del s["busy_ns"], s["background_ns"]
+    (run / "metrics.json").write_text(json.dumps(m))
+    page = write_report([run], tmp_path / "real.html").read_text()
+    p = Page(page)
+    (b,) = p.banners
+    assert "measured 2000.000 ms: deadline misses not measured" in b["text"]
+    assert not p.tables
+    assert any(n.startswith("real: CPU time breakdown: not applicable") for n in p.na), p.na
