@@ -23,6 +23,8 @@ if TYPE_CHECKING:
     from irqlab.report import Run
 
 TOP_N = 12
+#: servers that get a timeline row (and a budget row) on demand
+MAX_SERVER_ROWS = 64
 
 
 # ---- HTML helpers ------------------------------------------------------------
@@ -243,13 +245,20 @@ def timeline_section(run: Run, index: int, window: tuple[int, int] | None) -> st
     meta, blob = timeline.encode(sched)
     cfg_srv = {s["name"]: s for s in (run.config or {}).get("servers", [])}
     counters = {(c.cpu, c.server): c for c in sched.counters}
+    # rows on demand for the busiest MAX_SERVER_ROWS servers (a canvas has a
+    # size limit; the breakdown lists them all)
+    busy = sorted(m["servers"], key=lambda s: -(s.get("busy_ns")
+                                                or s.get("share_fraction", 0) or 0))
+    rows = {s["name"] for s in busy[:MAX_SERVER_ROWS]}
     servers = []
     for s in m["servers"]:
         top, why = _budget_scale(s, cfg_srv.get(s["name"]),
                                  counters.get((s.get("cpu", 0), s["name"])))
         servers.append({"name": s["name"], "cpu": s.get("cpu", 0), "kind": s.get("kind"),
                         "color": palette.color_of(s["name"]), "budget_ns": top,
-                        "no_budget": why})
+                        "no_budget": why, "row": s["name"] in rows})
+    cut = (f" (the busiest {MAX_SERVER_ROWS} of {len(servers)})"
+           if len(servers) > MAX_SERVER_ROWS else "")
     meta.update({"duration_ns": m["duration_ns"], "cpus": list(range(len(m["cpus"]))),
                  "servers": servers, "idle_color": palette.IDLE})
     span, why = run.traced()
@@ -271,7 +280,8 @@ def timeline_section(run: Run, index: int, window: tuple[int, int] | None) -> st
             "<div class='tl-bar'><button data-act='all'>whole run</button>"
             "<button data-act='out'>\u2212</button><button data-act='in'>+</button>"
             "<button data-act='left'>\u25c0</button><button data-act='right'>\u25b6</button>"
-            "<label><input type='checkbox' class='tl-servers'> servers and budgets</label>"
+            f"<label><input type='checkbox' class='tl-servers'> servers and budgets{cut}"
+            "</label>"
             "<label class='tl-link-label' style='display:none'><input type='checkbox' "
             "class='tl-link' checked> same view in every timeline</label>"
             "<span class='tl-range'></span><span class='tl-status'>drawing...</span></div>"

@@ -127,6 +127,8 @@ def test_large_model_report_is_bounded(tmp_path: Path) -> None:
     assert f"Showing the top 12 of {n}" in text and f"Busiest 12 of {n} servers" in text
     # the timeline holds every server (shown on demand), the plots only the busiest
     assert text.count('"server":"v') >= n
+    assert "servers and budgets (the busiest 64 of 150)" in text
+    assert text.count('"row":true') == 64
     assert "Tasks with the most jobs: 12 shown" in text
     assert "Bounds of the 24 tasks with the most jobs" in text
     assert text.count(".bound.task.") <= 2 * 24

@@ -612,3 +612,14 @@ def test_a_run_that_measures_less_says_so(runs: dict[str, Path], tmp_path: Path)
     assert "measured 2000.000 ms: deadline misses not measured" in b["text"]
     assert not p.tables
     assert any(n.startswith("real: CPU time breakdown: not applicable") for n in p.na), p.na
+
+
+def test_window_sets_the_first_view(runs: dict[str, Path], tmp_path: Path) -> None:
+    """``--window`` (``window=``) opens the timeline on that range; the page
+    still holds the whole run."""
+    run = runs["control-and-flood"]
+    assert main(["report", str(run), "--out", str(tmp_path / "w.html"),
+                 "--window", "100ms:200ms"]) == 0
+    meta = Page((tmp_path / "w.html").read_text()).meta[0]
+    assert meta["initial"] == [100_000_000, 200_000_000]
+    assert meta["end_ns"] > 1_990_000_000

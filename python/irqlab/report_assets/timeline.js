@@ -116,7 +116,7 @@
       if (sw) rows.push({ type: "switch", label: "  switches", h: 10, track: sw });
       if (self.showServers) {
         self.servers.forEach(function (x) {
-          if (x.srv.cpu !== cpu) return;
+          if (x.srv.cpu !== cpu || !x.srv.row) return;
           rows.push({ type: "server", label: "  " + x.srv.name, h: 14, track: x.track, srv: x.srv });
           rows.push({ type: "budget", label: x.srv.budget_ns ? "    budget \u2264 " + fmt(x.srv.budget_ns) : "    budget", h: x.srv.budget_ns ? 26 : 14, counter: x.counter, srv: x.srv });
         });
