@@ -121,7 +121,8 @@ class Run:
         dur = self.metrics["duration_ns"]
         sched = self.schedule
         until = ((self.config or {}).get("trace") or {}).get("until")
-        if sched is not None and sched.truncated:
+        # trace.json says it in otherData, a trace.pftrace only in the metrics
+        if sched is not None and (sched.truncated or self.metrics.get("trace_truncated")):
             return min(dur, sched.end_ns), ("the trace was cut at trace_max_events at "
                                             f"{_us(sched.end_ns)}")
         if until is not None and until < dur:

@@ -623,3 +623,15 @@ def test_window_sets_the_first_view(runs: dict[str, Path], tmp_path: Path) -> No
     meta = Page((tmp_path / "w.html").read_text()).meta[0]
     assert meta["initial"] == [100_000_000, 200_000_000]
     assert meta["end_ns"] > 1_990_000_000
+
+
+def test_a_cut_perfetto_trace_is_drawn_as_cut(tmp_path: Path) -> None:
+    """trace.pftrace has no otherData: the metrics' trace_truncated tells
+    the report where the trace stops."""
+    run = simulate("quest-table1", tmp_path / "cut", "--duration", "200ms", "--trace",
+                   "--trace-format", "perfetto", "--trace-max-events", "5000")
+    m = json.loads((run / "metrics.json").read_text())
+    assert m["trace_truncated"] and (run / "trace.pftrace").exists()
+    meta = Page(write_report([run], tmp_path / "cut.html").read_text()).meta[0]
+    assert 0 < meta["trace_end_ns"] == meta["end_ns"] < m["duration_ns"]
+    assert meta["initial"] == [0, meta["trace_end_ns"]]
