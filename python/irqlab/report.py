@@ -1,5 +1,5 @@
 """Self-contained HTML report of one or more simulation runs (``irqlab
-report RUN_DIR...``, ``irqlab simulate --report``; DESIGN.md §12,
+report RUN_DIR...``, ``irqlab simulate --report``; docs/report.md,
 docs/report.md).
 
 A run directory is what ``irqlab simulate`` writes: ``metrics.json``,

@@ -74,7 +74,7 @@ def verdict(run: Run, b: dict[str, Any]) -> dict[str, Any]:
     elif "error" in b:
         an = {"ok": None, "failures": [], "source": b["error"]}
     elif "hypervisor" in b:
-        from irqlab.commands.analyze import hypervisor_failures
+        from irqlab.analysis import hypervisor_failures
 
         f = hypervisor_failures(b["hypervisor"])
         an = {"ok": not f, "failures": f, "source": "config.json (VINT §VI)"}

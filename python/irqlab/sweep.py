@@ -1,4 +1,4 @@
-"""Parameter sweeps (``irqlab sweep GRID.yaml``; DESIGN.md §12; guide:
+"""Parameter sweeps (``irqlab sweep GRID.yaml``; docs/sweep.md; guide:
 docs/sweep.md).
 
 A grid names a base model, model fields to vary (lists, linear or log

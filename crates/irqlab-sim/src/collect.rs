@@ -1,6 +1,6 @@
 //! What a simulation measures, apart from the mechanics: per-server,
 //! per-task and per-CPU statistics kept while the machine runs, and the
-//! `Metrics` built from them at the end (DESIGN.md §5).
+//! `Metrics` built from them at the end (docs/simulator.md).
 //!
 //! Design principles:
 //! * The mechanics call in at a few points (time charged to a server, a

@@ -1,4 +1,4 @@
-"""``irqlab reproduce``: one paper figure/table per command (DESIGN.md §10).
+"""``irqlab reproduce``: one paper figure/table per command (docs/reproductions.md).
 
 Contract: ``--list`` prints one experiment per line, its name first and alone
 up to the first space (``awk '{print $1}'`` gives the names), then its quick
