@@ -11,7 +11,7 @@
 //! decision reads the minimum (a peek), the block takes it out and the
 //! next decision reads the new minimum. The bare heap pushes the key up
 //! to the root and pops it (two sifts). irqlab's ready set keeps its
-//! minimum outside its heap (`id_heap.rs`, issue 20), so here its wake-up
+//! minimum outside its heap (`id_heap.rs`, for speed), so here its wake-up
 //! and block move no heap entry: a woken key that is not the most urgent,
 //! or one woken above a kept minimum, costs a sift as before. What
 //! irqlab does on top is its job and stays in the cycle: the checks of

@@ -1,6 +1,6 @@
 //! `cargo run --release -p irqlab-analysis --example rta_bench`: the
 //! fixed-priority RTA on 100-task sets, before (the single-job iteration
-//! irqlab had until issue 14, kept here verbatim as the baseline) and after
+//! irqlab had before the busy-window RTA, kept here verbatim as the baseline) and after
 //! (`rta::fp_rta`: level-i busy period, own jitter, every job of the
 //! window), in the same run. One JSON line; `bench/bench_rta.py` runs it.
 

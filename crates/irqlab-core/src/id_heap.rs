@@ -1,7 +1,7 @@
 //! A binary min-heap of packed `u128` keys, indexed by the id in each
 //! key's low 32 bits, so an entry is removed by id in O(log n).
 //!
-//! What it is: the scheduler's ready, background and timer sets (issue 20).
+//! What it is: the scheduler's ready, background and timer sets (for speed, docs/performance.md).
 //! They used to be ordered sets (`BTreeSet`), whose insert and remove cost
 //! several times a heap's; the scheduler needs only the minimum, insert,
 //! and removal of a known server, which an indexed heap does with one
@@ -15,7 +15,7 @@
 //!   schedule does not depend on how the heap breaks ties.
 //! * Positions live in a vector indexed by id (no allocation per operation
 //!   once grown).
-//! * The minimum may sit outside the heap, in `top` (issue 20): a key
+//! * The minimum may sit outside the heap, in `top` (for speed, docs/performance.md): a key
 //!   inserted below every key present goes there without a sift, and
 //!   taking it out again costs nothing -- the scheduler's commonest step,
 //!   the most urgent server waking, running and blocking. A key that
@@ -78,7 +78,7 @@ impl IdHeap {
     ///
     /// The scheduler's commonest insert -- an absent id whose key goes
     /// below every key present, into an empty `top` -- is inlined into
-    /// the caller; every other case is `insert_slow` (issue 20).
+    /// the caller; every other case is `insert_slow` (for speed, docs/performance.md).
     #[inline(always)]
     pub(crate) fn insert(&mut self, k: u128) {
         let id = id_of(k);

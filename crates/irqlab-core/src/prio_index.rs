@@ -14,7 +14,7 @@
 //! so runs are reproducible bit for bit. Up to `SMALL` entries (a CPU's
 //! few servers waiting for budget, the common case) the index is a list
 //! scanned in full: a replenishment then costs a store, not three splits
-//! and merges of the treap (issue 20: those were 7-10 % of the sporadic
+//! and merges of the treap (for speed: those were 7-10 % of the sporadic
 //! scenarios' instructions). Past `SMALL` the entries move to the treap
 //! and stay there, so the O(log n) bound holds for large sets.
 

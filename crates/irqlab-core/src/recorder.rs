@@ -270,7 +270,7 @@ impl Eq for Histogram {}
 /// maximum and quantiles), and the sums for the mean and the standard
 /// deviation (LATENCY-IP Eq. 4) -- the recorder without the IP's
 /// sample store, alarm and edge counters. A simulation keeps one per task
-/// (96 bytes, not the recorder's 192: issue 20); the recorder keeps one and
+/// (96 bytes, not the recorder's 192, for memory); the recorder keeps one and
 /// answers its statistics from it, so both compute them one way.
 #[derive(Clone, Debug, Default)]
 pub struct LatencyStats {

@@ -27,7 +27,7 @@
 //!   charged to their budget.
 //! * Threads inside a server: fixed priority (FIFO among equals, like
 //!   SCHED_FIFO) or round robin with a quantum.
-//! * The hot path (issue 20): a server's place holds the packed key it is
+//! * The hot path (for speed, docs/performance.md): a server's place holds the packed key it is
 //!   filed under, and a server is moved only when its budget or key
 //!   changed; the hooks a step needs in a row (`unblock`, `update_budget`,
 //!   the key) run behind one dispatch (`Server::updated`,
@@ -252,7 +252,7 @@ struct Current {
     /// and refreshed by the only calls that change a dispatched server's
     /// key between two `schedule`s (`unblock` of a thread of the running
     /// server, `io_service_done`), so the preemption test of Alg. 2 line 5
-    /// reads it instead of asking the policy (issue 20).
+    /// reads it instead of asking the policy (for speed, docs/performance.md).
     key: u128,
 }
 
@@ -355,7 +355,7 @@ impl Scheduler {
 
     /// Room for `servers` more servers and `threads` more threads, taken
     /// at once: a caller that knows its model's size saves the copies of
-    /// tables that double as they fill (issue 20). Only the speed differs.
+    /// tables that double as they fill (for speed, docs/performance.md). Only the speed differs.
     pub fn reserve(&mut self, servers: usize, threads: usize) {
         self.servers.reserve_exact(servers);
         self.threads.reserve_exact(threads);
@@ -574,7 +574,7 @@ impl Scheduler {
 
     /// QUEST-VCPU Alg. 1 `schedule`.
     ///
-    /// The commonest decision is done here (issue 20): the server that ran
+    /// The commonest decision is done here (for speed, docs/performance.md): the server that ran
     /// is an unbounded server, or a foreground sporadic server whose slice
     /// end (Alg. 3, and Alg. 4 when it stays runnable) is Alg. 3's common
     /// case (`SporadicServer::slice_ended`), with a fixed-priority queue;
@@ -934,7 +934,7 @@ impl Scheduler {
     /// The commonest wake-up, of the one thread of an idle fixed-priority
     /// queue of a sporadic server that gets budget or of an unbounded
     /// server, is done here with nothing live across a call; every other
-    /// case is `wakeup_rest` (issue 20).
+    /// case is `wakeup_rest` (for speed, docs/performance.md).
     pub fn wakeup(
         &mut self,
         now: Nanos,
@@ -1074,7 +1074,7 @@ impl Scheduler {
         let (budget, (class, key, tie)) = slot.server.unblocked(now, ctx);
         let k = pack(class, key, tie, sid);
         // The commonest wake-up, an idle server that gets budget, is
-        // `place_updated`'s first case, inlined here (issue 20).
+        // `place_updated`'s first case, inlined here (for speed, docs/performance.md).
         let placed = !budget.is_zero() && matches!(slot.place, Place::Idle);
         if placed {
             ready.insert(k);
@@ -1137,7 +1137,7 @@ impl Scheduler {
     ///
     /// The commonest block, the running thread of a fixed-priority server
     /// with that one runnable thread, is done here with nothing live
-    /// across a call; every other case is `block_rest` (issue 20: the hot
+    /// across a call; every other case is `block_rest` (for speed: the hot
     /// path then saves no registers).
     pub fn block(&mut self, now: Nanos, thread: ThreadId) -> Result<bool, CoreError> {
         self.check_time(now)?;
@@ -1392,7 +1392,7 @@ mod tests {
         #![proptest_config(ProptestConfig::with_cases(512))]
         /// `schedule`, `wakeup` and `block` return the same and leave the
         /// same state (every field, by `Debug`) with their fast paths as
-        /// with the general code alone, over random calls (issue 20).
+        /// with the general code alone, over random calls (for speed, docs/performance.md).
         #[test]
         fn fast_paths_match_the_general_code(
             kinds in kinds(),
@@ -1424,7 +1424,7 @@ mod tests {
         /// `reserve` only sizes the tables: a scheduler built after it
         /// returns the same and keeps the same state as one built without,
         /// over random calls, and its server and thread tables and ready
-        /// heap never move (grow) once built (issue 20).
+        /// heap never move (grow) once built (for speed, docs/performance.md).
         #[test]
         fn reserve_changes_nothing_but_growth(
             kinds in kinds(),
@@ -1460,7 +1460,7 @@ mod tests {
         /// ordered set, in its order, over random insertions (of absent
         /// entries, as a thread's is unique) and removals (of present and
         /// absent ones); up to 120 entries, so every form and each change
-        /// of form is taken (issue 20).
+        /// of form is taken (for speed, docs/performance.md).
         #[test]
         fn fp_queue_keeps_the_order_of_a_set(
             ops in proptest::collection::vec(

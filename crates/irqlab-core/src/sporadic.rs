@@ -44,7 +44,7 @@ pub struct SporadicServer {
     period: Nanos,
     max_repl: usize,
     /// `fp_key(priority, period)`, fixed at creation: the scheduler asks
-    /// for it after every hook (issue 20).
+    /// for it after every hook (for speed, docs/performance.md).
     key: (Class, u64),
     background: bool,
     /// `V_R`, sorted by time.
@@ -126,7 +126,7 @@ impl SporadicServer {
     /// replenishment, else the latest replenishment's time. The queue's
     /// amounts sum to `C` after every hook (module doc) and it is sorted by
     /// time, so this is its last entry, read in O(1) -- not a scan of
-    /// `V_R` (issue 20: the simulator asks while a backlogged server waits
+    /// `V_R` (for speed: the simulator asks while a backlogged server waits
     /// for its whole budget, `sporadic_whole`). Only this server's hooks
     /// change it: `end_timeslice` and `unblock` (`update_budget` reads the
     /// queue, it does not change it).
@@ -331,7 +331,7 @@ impl SporadicServer {
         }
     }
 
-    /// Alg. 3's common case, for the scheduler's fast decision (issue 20):
+    /// Alg. 3's common case, for the scheduler's fast decision (for speed, docs/performance.md):
     /// when the slice of `used` ending at `now` leaves a positive capacity
     /// and nothing for Alg. 12 to split (`runnable`, or no usage), does
     /// `ended(now, used)` (`runnable`) or `end_timeslice(now, used, false)`
@@ -387,7 +387,7 @@ impl SporadicServer {
 
     /// `unblocked(now, ctx)` of a server woken from idle (`!ctx.was_active`)
     /// when its capacity is positive; returns `false` and changes nothing
-    /// when the capacity is zero (the scheduler's fast wake-up, issue 20).
+    /// when the capacity is zero (the scheduler's fast wake-up, for speed).
     /// Alg. 13 inline up to its merge loop (lines 5-12), which only a queue
     /// of two or more replenishments can need (`unblocked_merge`).
     #[inline(always)]
@@ -437,7 +437,7 @@ impl ServerPolicy for SporadicServer {
         // Alg. 11 line 1: the capacity is computed once while nothing
         // changes it. The common slice leaves budget and has nothing for
         // Alg. 12 to split (the server stays runnable, or used nothing
-        // since its last split): inlined into the scheduler (issue 20).
+        // since its last split): inlined into the scheduler (for speed, docs/performance.md).
         let cap = self.capacity(now);
         if !cap.is_zero() && (runnable || self.usage.is_zero()) {
             self.budget = cap;

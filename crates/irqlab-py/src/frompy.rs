@@ -1,6 +1,6 @@
 //! A serde `Deserializer` that reads plain Python objects (dict, list,
 //! tuple, str, int, float, bool, None) directly: the fast way a
-//! configuration dict becomes a Rust value (issue 20), with no JSON text
+//! configuration dict becomes a Rust value (for speed, docs/performance.md), with no JSON text
 //! and no intermediate tree.
 //!
 //! Design principles: it accepts exactly what `json.dumps` followed by a

@@ -1,4 +1,4 @@
-//! Faults the runtime must survive (issue 21): `stop` returns within its
+//! Faults the runtime must survive: `stop` returns within its
 //! bound whatever a handler or a task does; a bound fd closed behind the
 //! runtime's back -- its number reused by an unrelated socket -- never
 //! reaches the old handler under epoll or io_uring, and is reported;

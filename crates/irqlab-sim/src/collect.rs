@@ -135,7 +135,7 @@ impl Simulation {
     /// budget (VCPU response times, `supply`). `prev`: the server whose
     /// slice the decision ended (its hooks ran). A watched server is looked
     /// at only once its `whole_from` has come: the answer is the same as
-    /// asking the core at every decision, without the asking (issue 20).
+    /// asking the core at every decision, without the asking (for speed, docs/performance.md).
     /// The servers are independent, so the watch list's order does not
     /// matter (one that stops waiting is swapped out).
     /// (Out of line: plain task sets have no watched server, and their
@@ -218,7 +218,7 @@ impl Simulation {
             .collect();
         // the machine's state is not needed any more: freed before the
         // metrics are built, so that a long run's peak memory is not the
-        // state and the filled-in metrics at once (issue 20)
+        // state and the filled-in metrics at once (for speed, docs/performance.md)
         drop(std::mem::take(&mut self.threads));
         drop(std::mem::take(&mut self.events));
         drop(std::mem::take(&mut self.wake_flow));
@@ -295,7 +295,7 @@ impl Simulation {
         // each task's state is consumed as its metrics are built: the
         // completion lists are moved, not copied, and a recorder is freed
         // once its distribution is taken, so the end of a long run does
-        // not hold both at once (peak memory, issue 20)
+        // not hold both at once (peak memory)
         let tasks = std::mem::take(&mut self.tasks)
             .into_iter()
             .zip(unfinished)

@@ -56,7 +56,7 @@ pub(crate) struct Isr {
 /// interrupt is lost and counted, as a storm's result rather than a hang.
 /// The first (running) top half is held outside the ordered map: most of
 /// the time one is pending or none, and then no map operation is made
-/// (issue 20: the map's insert and removal were 6 % of a device-heavy
+/// (for speed: the map's insert and removal were 6 % of a device-heavy
 /// run's instructions).
 #[derive(Default)]
 pub(crate) struct IsrQueue {
@@ -354,7 +354,7 @@ impl Simulation {
     /// timer, `settle_from`; a CPU marked by an event, `settle`): the
     /// first mostly finds a step done, the second mostly a wake-up, and
     /// each copy's branches are predicted apart -- 4 % less time on 10 RM
-    /// tasks for 2 % more instructions (issue 20, docs/performance-log.md).
+    /// tasks for 2 % more instructions (for speed, docs/performance-log.md).
     #[inline(always)]
     pub(crate) fn kick(&mut self, c: usize) -> Result<(), SimError> {
         let now = self.now;

@@ -19,7 +19,7 @@
 //! * A set of 33-512 tasks keeps each task's pending release in a slot of
 //!   a tournament tree (`Slots`), stamped from the same sequence, instead
 //!   of the radix heap, whose pops move every event of the lowest bucket
-//!   (issue 20: the 8-CPU and 200-task rows); a second pending release of
+//!   (for speed: the 8-CPU and 200-task rows); a second pending release of
 //!   a task goes to the queue. The machine takes the earliest of the
 //!   three (`earliest`), again in exactly one queue's order. Fewer tasks
 //!   fit in the sorted vector; more make the tree's replay dearer than

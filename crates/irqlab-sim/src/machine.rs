@@ -328,7 +328,7 @@ impl Simulation {
     /// core's slot gets no name: the simulator never asks the core for one
     /// (errors, the trace and the metrics name a server from its state),
     /// so a copy per server would be an allocation, and a free at the end,
-    /// for nothing (issue 20: 10,000 tasks made 20,000 such copies).
+    /// for nothing (for speed: 10,000 tasks made 20,000 such copies).
     fn add_servers(&mut self) -> Result<(), SimError> {
         for i in 0..self.cfg.servers.len() {
             let s = &mut self.cfg.servers[i];
@@ -357,7 +357,7 @@ impl Simulation {
     /// Room in each task's completion list for every job it can release
     /// in the run (at most `max_completions`), at once: the list is the
     /// metrics' `completions_ns`, and growing it by doubling copied it and
-    /// faulted in fresh pages at each step (issue 20). The jobs a task can
+    /// faulted in fresh pages at each step (for speed, docs/performance.md). The jobs a task can
     /// release are `jobs_in_run`'s. All the lists together reserve at most
     /// `COMPLETIONS_RESERVED` entries (a run stopped early, or jobs that
     /// never finish, leave reserved room unused), and a reservation the

@@ -68,7 +68,7 @@ pub(crate) fn flatten(phases: &[Phase], out: &mut Vec<Op>) {
 }
 
 /// A task thread's program state. `repr(C)`, in the order a release and a
-/// completion of a one-step program read it (issue 20: fewer cache lines
+/// completion of a one-step program read it (for speed: fewer cache lines
 /// per event when the tasks' state does not fit in L1); the interpreter's
 /// loops, I/O waits and aborts come after.
 #[derive(Clone, Debug)]
@@ -79,7 +79,7 @@ pub(crate) struct TaskState {
     /// The program is one compute step of this length: a job is that step,
     /// started at the release (`release`) and ended at its completion
     /// (`step_done`) without the interpreter (`run_program`), which would
-    /// take the same steps (issue 20).
+    /// take the same steps (for speed, docs/performance.md).
     pub(crate) single: Option<u64>,
     pub(crate) pc: usize,
     /// Its program: `Simulation::ops[ops.0..ops.1]`; `pc` counts from

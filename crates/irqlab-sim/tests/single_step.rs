@@ -1,4 +1,4 @@
-//! The fast path of a program of one compute step (issue 20,
+//! The fast path of a program of one compute step (for speed,
 //! `TaskState::single` in `program.rs`): its release starts the step and
 //! its completion ends the job without the program interpreter. The same
 //! step inside a loop run once takes the interpreter's path, with the same

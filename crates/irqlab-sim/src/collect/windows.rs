@@ -16,7 +16,7 @@
 //! 8-CPU bench set (1,875 windows over 80 servers) that bookkeeping was
 //! about 27 µs of a 142 µs loop (measured by leaving it out); with the
 //! log the loop takes 127-130 µs and the end of the run 5 µs more, to
-//! build the lists (issue 20, docs/performance-log.md).
+//! build the lists (for speed, docs/performance-log.md).
 
 use crate::metrics::Windows;
 

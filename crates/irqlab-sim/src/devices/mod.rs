@@ -61,7 +61,7 @@ pub(crate) struct DeviceState {
     /// The USB echo endpoints of this OUT endpoint (`echo_of`), and the
     /// virtual interrupts of this physical device (`virqs[].phys`), in
     /// index order: found at setup, so an event looks at its own, not at
-    /// every device or virtual interrupt (issue 20).
+    /// every device or virtual interrupt (for speed, docs/performance.md).
     pub(crate) echoes: Vec<usize>,
     pub(crate) virqs: Vec<usize>,
 }

@@ -1,4 +1,4 @@
-//! Tests of `SimConfig::check`'s limits (issue 21).
+//! Tests of `SimConfig::check`'s limits (bad input never panics, wraps or hangs: docs/model.md).
 use super::*;
 
 fn hypervisor() -> SimConfig {

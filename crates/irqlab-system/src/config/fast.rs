@@ -1,6 +1,6 @@
 //! Streaming deserialization of the internally tagged configuration
 //! types (`Release`, `Phase`, and `ServerCfg` with its flattened
-//! `PolicyCfg`) for the common case where the tag comes first (issue 20).
+//! `PolicyCfg`) for the common case where the tag comes first (for speed, docs/performance.md).
 //!
 //! Design principles: serde's derive for an internally tagged enum (and
 //! for a struct with a `flatten`ed one) buffers every entry of the object

@@ -1,4 +1,4 @@
-//! The limits of a `SimConfig` given as JSON (issue 21): every time at most
+//! The limits of a `SimConfig` given as JSON (bad input never panics, wraps or hangs: docs/model.md): every time at most
 //! 10^6 s, sums and products of user times in 128-bit arithmetic, bounded
 //! windows, counts and sizes -- the same limits `irqlab-model` applies to
 //! a YAML model, so a configuration from Python can neither overflow the

@@ -1,5 +1,5 @@
 //! A quick pass over a `SimConfig` that says whether any time may exceed
-//! the limit, without building a JSON tree (issue 20: validation was most
+//! the limit, without building a JSON tree (for speed: validation was most
 //! of the cost of a 10,000-task run).
 //!
 //! What it is: a `serde::Serializer` that visits the configuration exactly
@@ -41,7 +41,7 @@ impl ser::Error for Flag {
 const SLOTS: usize = 128;
 
 /// A fixed set of keys whose membership test costs a hash of the key and
-/// about one comparison, not one comparison per member (issue 20: with a
+/// about one comparison, not one comparison per member (for speed: with a
 /// list of 37 time keys, the test was most of the scan): an
 /// open-addressing table (FNV-1a, linear probing) built at compile time.
 pub(super) struct KeySet {
@@ -103,7 +103,7 @@ pub(super) fn times_within<T: Serialize>(value: &T, time_keys: &KeySet, max: u64
 
 /// `times_within` for a `SimConfig`, its tasks and servers -- the parts
 /// that grow with the model -- read field by field from their types
-/// instead of through serde (issue 20: about 550 instructions a task
+/// instead of through serde (for speed: about 550 instructions a task
 /// through serde, a flattened server policy being a map of keys to look
 /// up; 5.9 M of a 10,000-task run). The typed pass knows which fields
 /// the exact check's JSON holds under a time key (`TIME_KEYS`: `period`,
