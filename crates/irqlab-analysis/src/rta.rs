@@ -201,6 +201,26 @@ impl Supply {
     }
 }
 
+/// A lower bound on what a resource supplies, by its inverse: the
+/// shortest window surely supplying `x`, and the long-run rate. `Supply`
+/// is one; `server::OwnSupply` (a budgeted server's supply from its own
+/// schedule) is another.
+pub trait SupplyBound {
+    /// Shortest window guaranteed to supply `x` (`u64::MAX`: never).
+    fn time_to(&self, x: u64) -> u64;
+    /// Long-run fraction of the CPU supplied.
+    fn rate(&self) -> f64;
+}
+
+impl SupplyBound for Supply {
+    fn time_to(&self, x: u64) -> u64 {
+        Supply::time_to(self, x)
+    }
+    fn rate(&self) -> f64 {
+        Supply::rate(self)
+    }
+}
+
 /// The busy-period analysis over a supply: the window of job `q` is the
 /// least fixed point of `w = supply.time_to((q + 1) C + sum demand(w))`
 /// (the request-bound function against the inverse supply-bound
@@ -212,6 +232,18 @@ pub fn analyse_supplied(
     limit: u64,
     terms: Terms,
     supply: &Supply,
+) -> Result<Rta, NoBound> {
+    analyse_over(me, hp, origin, limit, terms, supply)
+}
+
+/// `analyse_supplied` over any `SupplyBound`.
+pub fn analyse_over(
+    me: Analysed,
+    hp: &[Interferer],
+    origin: Origin,
+    limit: u64,
+    terms: Terms,
+    supply: &dyn SupplyBound,
 ) -> Result<Rta, NoBound> {
     if me.period == 0 {
         return Err(NoBound::ZeroPeriod);
