@@ -16,9 +16,10 @@
 //! release to its end (`D = C_max` for an I/O VCPU nothing preempts; else
 //! `chunk_response`, the RTA of that chunk stream at its lowest inheritable
 //! priority). In a window `[a, a + w]`, let chunk `f` be the first one
-//! executing in it, `x` of it inside: it ends after `a + x`, so `e_f >= a
-//! + x - D` and `e_{f+1} >= e_f + x / U`; the chunks after it start by `a +
-//! w`, and the last one contributes at most `min(C_max, a + w - e_n)`.
+//! executing in it, `x` of it inside: it ends after `a + x`, so `e_f >=
+//! a + x - D` and `e_{f+1} >= e_f + x / U`; the chunks after it start by
+//! `a + w`, and the last one contributes at most `min(C_max, a + w -
+//! e_n)`.
 //! Summing, the consumption is at most
 //!
 //! ```text

@@ -36,8 +36,8 @@
 //! boundary `kT`, executed by `kT + R`; the worst window starts when the
 //! period's budget is gone, at least `C` after the period start, so the
 //! next `C` ends by `a + (T - C) + R`. Polling: as deferrable, but the
-//! budget is lost when the server idles, even right after the boundary: `a
-//! + T + R`. In each case the `j`-th budget ends `T` after the `(j-1)`-th.
+//! budget is lost when the server idles, even right after the boundary:
+//! `a + T + R`. In each case the `j`-th budget ends `T` after the `(j-1)`-th.
 //! `tests/server_exhaustive.rs` checks S1 on the core's servers over every
 //! phasing of small integer cases, shows the bound reached, and shows the
 //! `R - C` term necessary (`s1_blackout_needs_r_minus_c`).
