@@ -23,21 +23,23 @@
 //!
 //! (the periodic resource model's `2 (T - C)` is the case `R = T`).
 //! Proof, sporadic: while the server has work it never blocks, so Alg. 13
-//! never runs and no replenishment moves; an entry `(t_i, b_i)` of `V_R` is
-//! charged only while due (`t_i <= now`) and, once used up, comes back at
-//! `t_i + T` (Alg. 11 lines 2-8). Entry times before `a` are at most the
-//! last activation (`<= a`), so every entry's next time is `<= a + T`, and
-//! an entry comes back `T` after its previous time: the entries form a
-//! stream of at most `C` per window of length `T`, i.e. the demand of the
-//! periodic task `(C, T)`, whose every job the RTA finishes within `R` of
-//! its release. So the whole `C` is executed by `a + T + R`, at unit rate
-//! at most, hence at least `C - (a + T + R - s)` by any `s` before that;
-//! and the `j`-th budget by `a + j T + R`. Deferrable: `C` at each period
-//! boundary `kT`, executed by `kT + R`; the worst window starts when the
-//! period's budget is gone, at least `C` after the period start, so the
-//! next `C` ends by `a + (T - C) + R`. Polling: as deferrable, but the
-//! budget is lost when the server idles, even right after the boundary:
-//! `a + T + R`. In each case the `j`-th budget ends `T` after the `(j-1)`-th.
+//! never runs and no replenishment moves; execution at `u` is charged to a
+//! due entry (time `<= u`), and a used-up entry comes back `T` after its
+//! time (Alg. 11 lines 2-8), so each unit executed at `u` is due again by
+//! `u + T`. Before `a` the server executed at most `y` in `(a - y, a)`, so
+//! at most `y` of the budget comes back after `a + T - y`: by `a + tau`
+//! at least `tau - (T - C)` is due. The server serves what is due at its
+//! priority with the service `d - I(d)` in any window `d` (`I` the
+//! interference above it), so `x <= C` is executed by `a + (T - C) +
+//! r(x)`, `r(x)` the single-job RTA of `x` (a unit due at `a + T - C + z`
+//! needs `z + r(x - z) <= r(x)` more); and `r(x) <= R - (C - x)` (the RTA
+//! grows by at least the added work). Every unit executed in the window
+//! is due again `T` later, so the `j`-th budget follows `T` after the
+//! `(j-1)`-th. Deferrable: `C` at each period boundary `kT`, executed by
+//! `kT + r(x)`; the worst window starts when the period's budget is gone,
+//! at least `C` after the period start, so `x` is executed by `a + (T -
+//! C) + r(x)`. Polling: as deferrable, but the budget is lost when the
+//! server idles, even right after the boundary: `a + T + r(x)`.
 //! `tests/server_exhaustive.rs` checks S1 on the core's servers over every
 //! phasing of small integer cases, shows the bound reached, and shows the
 //! `R - C` term necessary (`s1_blackout_needs_r_minus_c`).
