@@ -109,6 +109,58 @@ pub fn chunk_response(num: u64, den: u64, t: u64, hp: &[Interferer], limit: u64)
         .map(|r| r.response)
 }
 
+/// One I/O VCPU of a CPU for `chunk_responses`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IoVcpu {
+    pub num: u64,
+    pub den: u64,
+    /// Longest and shortest inheritable periods.
+    pub t_max: u64,
+    pub t_min: u64,
+    /// What else preempts it at `t_max` (top halves, Main VCPUs of shorter
+    /// periods), not the other I/O VCPUs.
+    pub hp: Vec<Interferer>,
+}
+
+/// `D` of every I/O VCPU of a CPU, the I/O VCPUs preempting each other
+/// (one can preempt another at its lowest priority when its shortest
+/// inheritable period is at most the other's longest): the least fixed
+/// point from `D = C_max`, each round with the others' P1 interferers at
+/// the current `D` (monotone, so the limit is sound). `None` for one
+/// without a bound within `limit` (and every one it preempts).
+pub fn chunk_responses(ios: &[IoVcpu], limit: u64) -> Vec<Option<u64>> {
+    let mut d: Vec<Option<u64>> = ios
+        .iter()
+        .map(|v| Some(c_max(v.num, v.den, v.t_max).max(1)))
+        .collect();
+    for _ in 0..64 {
+        let mut next = d.clone();
+        for (i, v) in ios.iter().enumerate() {
+            let mut hp = v.hp.clone();
+            let mut ok = true;
+            for (j, o) in ios.iter().enumerate() {
+                if j == i || o.t_min > v.t_max {
+                    continue;
+                }
+                match d[j] {
+                    Some(dj) => hp.push(interferer(o.num, o.den, o.t_max, dj)),
+                    None => ok = false,
+                }
+            }
+            next[i] = if ok {
+                chunk_response(v.num, v.den, v.t_max, &hp, limit)
+            } else {
+                None
+            };
+        }
+        if next == d {
+            return d;
+        }
+        d = next;
+    }
+    vec![None; ios.len()]
+}
+
 /// P2: can an I/O VCPU whose inheritable periods are `periods` preempt a
 /// Main VCPU of period (RM key) `key`?
 pub fn interferes_with(periods: &[u64], key: u64) -> bool {
@@ -132,5 +184,17 @@ mod tests {
         assert!(interferer(1, 2, 4, 2).jitter < 2 * 4);
         assert!(interferes_with(&[10, 33], 10) && !interferes_with(&[33], 10));
         assert_eq!(chunk_response(1, 2, 4, &[], 100), Some(2));
+        // two I/O VCPUs at the same periods preempt each other: each
+        // chunk of 2 may wait for the other's 2 (and its back-to-back
+        // chunk): more than C_max, still bounded
+        let io = IoVcpu {
+            num: 1,
+            den: 4,
+            t_max: 8,
+            t_min: 8,
+            hp: vec![],
+        };
+        let d = chunk_responses(&[io.clone(), io], 1000);
+        assert!(d.iter().all(|x| x.is_some_and(|x| x > 2)), "{d:?}");
     }
 }

@@ -51,7 +51,8 @@
 //! one task; the task's jobs are released at least `T_a >= T` apart; a job
 //! is a run of `c0` at its release, then optionally one suspension of at
 //! most `L` (a blocking read, with the time to issue it inside `c0`'s
-//! run), then a run of `c1`; `E = c0 + c1` plus the top halves charged to
+//! run; issuing takes a dispatch, so `c0` counts as at least 1 ns), then
+//! a run of `c1`; `E = c0 + c1` plus the top halves charged to
 //! the server while the job runs is what it consumes of the budget; the
 //! job completes within `T_a`; the queue never fills and the server never
 //! overruns. With `r(x)` the FP RTA of a single job of `x` at the server's
@@ -264,19 +265,19 @@ pub fn own_response(
     let fits = |x: u64, r: u64| x.saturating_add(demand(charged, r)) <= c;
     let suspends = job.suspension > 0 || job.head > 0;
     if suspends {
-        let r0 = rta_one(job.head, hp, cap).ok_or("its first run exceeds its limit")?;
+        // issuing the read takes a dispatch: at least 1 ns of budget
+        let head = job.head.max(1);
+        let r0 = rta_one(head, hp, cap).ok_or("its first run exceeds its limit")?;
         let lead = r0.saturating_add(job.suspension);
         let r1 = rta_one(job.demand, hp, cap.saturating_sub(lead))
             .ok_or("its run after the suspension exceeds its limit")?;
-        let consumed = job
-            .head
+        let consumed = head
             .saturating_add(job.demand)
             .saturating_add(demand(charged, r0))
             .saturating_add(demand(charged, r1));
-        if consumed.saturating_add(job.head) > c {
+        if consumed.saturating_add(head) > c {
             return Err(format!(
-                "S2 needs E + c0 <= C with a suspension ({consumed} + {} > {c})",
-                job.head
+                "S2 needs E + c0 <= C with a suspension ({consumed} + {head} > {c})"
             ));
         }
         return Ok(OwnBound {
