@@ -271,10 +271,10 @@ pub fn own_response(
         let lead = r0.saturating_add(job.suspension);
         let r1 = rta_one(job.demand, hp, cap.saturating_sub(lead))
             .ok_or("its run after the suspension exceeds its limit")?;
+        // what is charged to the budget lands inside the job's window
         let consumed = head
             .saturating_add(job.demand)
-            .saturating_add(demand(charged, r0))
-            .saturating_add(demand(charged, r1));
+            .saturating_add(demand(charged, lead.saturating_add(r1)));
         if consumed.saturating_add(head) > c {
             return Err(format!(
                 "S2 needs E + c0 <= C with a suspension ({consumed} + {head} > {c})"
