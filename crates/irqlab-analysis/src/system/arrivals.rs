@@ -197,7 +197,7 @@ fn paced(
 
 /// The execution of one run of `program` in its task's thread: computes and
 /// `Omega_Main` per request (`None`: an endless loop).
-fn execution(cfg: &SimConfig, program: &[Phase]) -> Option<u64> {
+pub(crate) fn execution(cfg: &SimConfig, program: &[Phase]) -> Option<u64> {
     program.iter().try_fold(0u64, |acc, ph| {
         Some(acc.saturating_add(match ph {
             Phase::Compute { ns } => *ns,
@@ -374,10 +374,17 @@ pub fn is_background(release: &Release, program: &[Phase]) -> bool {
 /// The longest period a PIBS I/O VCPU `s` may inherit: the Main VCPUs of
 /// the tasks that use its classes (consumers and requesters).
 pub fn served_period(cfg: &SimConfig, s: usize) -> u64 {
+    served_periods(cfg, s).into_iter().max().unwrap_or(0)
+}
+
+/// Every period a PIBS I/O VCPU `s` may inherit (QUEST-VCPU Alg. 10): the
+/// periods of the Main VCPUs of the tasks that use its classes (consumers
+/// and requesters), in any order.
+pub fn served_periods(cfg: &SimConfig, s: usize) -> Vec<u64> {
     let classes: Vec<usize> = (0..cfg.classes.len())
         .filter(|&k| cfg.classes[k].iovcpu == Some(s))
         .collect();
-    let mut t = 0u64;
+    let mut out = Vec::new();
     for (ti, task) in cfg.tasks.iter().enumerate() {
         let uses = classes.iter().any(|&k| {
             cfg.classes[k].consumer == Some(ti)
@@ -389,11 +396,11 @@ pub fn served_period(cfg: &SimConfig, s: usize) -> u64 {
         });
         if uses {
             if let Some((_, p, _, _)) = crate::system::budget_of(&cfg.servers[task.server].policy) {
-                t = t.max(p);
+                out.push(p);
             }
         }
     }
-    t
+    out
 }
 
 /// `quest-no-iovcpu`: the bottom halves that run in server `s` (those of

@@ -43,10 +43,15 @@ pub mod io;
 pub use hypervisor::hypervisor_bounds;
 
 use crate::quest;
-use crate::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use crate::rta::{
+    analyse_over, analyse_supplied, Analysed, Interferer, Origin, Supply, SupplyBound, Terms,
+};
+use crate::server::{own_response, OwnJob, OwnSupply, Replenish};
+use crate::suspension::jitter_interferer;
 use crate::system::arrivals::{bottom_halves_in, is_background, requests, Source};
 use crate::system::io::{
-    pibs_interference, read_latency, segmented_row, suspends, task_demand, top_halves, IoBound,
+    execution, one_suspension, pibs_interference, read_latency, segmented_row, suspends,
+    task_demand, top_halves, IoBound, PibsLoad, Suspension,
 };
 use irqlab_system::config::{InterruptPath, PolicyCfg, SimConfig};
 use irqlab_system::SystemError;
@@ -106,8 +111,12 @@ pub struct ServerBound {
     pub policy: &'static str,
     pub budget: Option<u64>,
     pub period: Option<u64>,
-    /// Time to receive its budget (RTA), `None` above its period.
+    /// Time to receive its budget (RTA), also past its period (then not
+    /// `schedulable`); `None` without a bound.
     pub response: Option<u64>,
+    /// S1's blackout `B` of the supply it gives its tasks (`(T - C) + (R -
+    /// C)`, polling `T + R - C`), when it receives its budget in time.
+    pub blackout: Option<u64>,
     pub equation: &'static str,
     pub schedulable: bool,
     pub note: Option<String>,
@@ -121,10 +130,68 @@ pub struct TaskBound {
     pub wcet: Option<u64>,
     pub period: Option<u64>,
     pub deadline: Option<u64>,
+    /// The bound, also above the deadline (then not `schedulable`).
     pub response: Option<u64>,
     pub equation: String,
     pub schedulable: bool,
     pub note: Option<String>,
+    /// What the bound is made of, largest first.
+    pub terms: Vec<Term>,
+}
+
+/// One term of a bound.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Term {
+    pub name: String,
+    pub ns: u64,
+}
+
+impl Term {
+    pub fn new(name: &str, ns: u64) -> Term {
+        Term {
+            name: name.into(),
+            ns,
+        }
+    }
+}
+
+/// Sort terms largest first.
+pub(crate) fn ranked(mut v: Vec<Term>) -> Vec<Term> {
+    v.retain(|t| t.ns > 0);
+    v.sort_by_key(|t| std::cmp::Reverse(t.ns));
+    v
+}
+
+/// A bound above its deadline is still computed up to this many
+/// deadlines (or periods), so it can be reported.
+pub(crate) const REPORT: u64 = 64;
+
+/// What the tasks of a server run on.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) enum TaskSupply {
+    Full,
+    /// A CBS server's periodic resource.
+    Prm(Supply),
+    /// A budgeted fixed-priority server's supply from its own response
+    /// (S1, `irqlab_analysis::server`).
+    Own(OwnSupply),
+}
+
+impl SupplyBound for TaskSupply {
+    fn time_to(&self, x: u64) -> u64 {
+        match self {
+            TaskSupply::Full => x,
+            TaskSupply::Prm(s) => s.time_to(x),
+            TaskSupply::Own(s) => s.time_to(x),
+        }
+    }
+    fn rate(&self) -> f64 {
+        match self {
+            TaskSupply::Full => 1.0,
+            TaskSupply::Prm(s) => s.rate(),
+            TaskSupply::Own(s) => s.rate(),
+        }
+    }
 }
 
 fn bad(path: &str, value: impl std::fmt::Display, rule: &str) -> SystemError {
@@ -281,11 +348,8 @@ fn cpu_bounds(
         .filter(|&s| cfg.servers[s].cpu == c)
         .collect();
 
-    // PIBS I/O VCPUs: U (w + 2 T) above every Main VCPU of the CPU
-    let pibs: Vec<Interferer> = pibs_interference(cfg, c)
-        .into_iter()
-        .map(|(_, i)| i)
-        .collect();
+    // PIBS I/O VCPUs: P1 at the keys they can inherit (P2)
+    let pibs: Vec<PibsLoad> = pibs_interference(cfg, sources, c);
     // QUEST-VCPU Eq. 1
     let eq1 = (!linux).then(|| {
         let main: Vec<(u64, u64)> = server_ids
@@ -340,7 +404,11 @@ fn cpu_bounds(
     // interference on an FP entity of key `k` (server `me` excluded)
     let above = |me: usize, k: u64| -> Vec<Interferer> {
         let mut v = irq.clone();
-        v.extend(pibs.iter().copied());
+        v.extend(
+            pibs.iter()
+                .filter(|p| p.server != me)
+                .filter_map(|p| p.on(k)),
+        );
         for &s in &server_ids {
             if s == me {
                 continue;
@@ -358,7 +426,7 @@ fn cpu_bounds(
     };
 
     let mut servers = Vec::new();
-    let mut supply: Vec<(usize, Result<Supply, String>)> = Vec::new();
+    let mut supply: Vec<(usize, Result<TaskSupply, String>)> = Vec::new();
     for &s in &server_ids {
         let sc = &cfg.servers[s];
         let (row, sup) = match (&sc.policy, budget_of(&sc.policy)) {
@@ -371,6 +439,7 @@ fn cpu_bounds(
                         budget: Some(q),
                         period: Some(p),
                         response: None,
+                        blackout: None,
                         equation: "EDF: (1 - sum Q/P - U_irq) P_min >= sum C_irq",
                         schedulable: ok,
                         note: (!ok).then(|| {
@@ -378,11 +447,11 @@ fn cpu_bounds(
                         }),
                     },
                     if ok {
-                        Ok(Supply::Periodic {
+                        Ok(TaskSupply::Prm(Supply::Periodic {
                             pi: p,
                             theta: q,
                             delay: 0,
-                        })
+                        }))
                     } else {
                         Err(format!("its server {} fails the EDF test", sc.name))
                     },
@@ -390,6 +459,8 @@ fn cpu_bounds(
             }
             (p, Some((b, t, _, policy))) => {
                 let k = fp_key(p, sc.rank).unwrap_or(0);
+                // its response, reported past its period too (up to
+                // `REPORT` periods)
                 let r = if note.is_some() {
                     None
                 } else {
@@ -397,14 +468,21 @@ fn cpu_bounds(
                         Analysed::new(b, t, 0),
                         &above(s, k),
                         Origin::Release,
-                        t,
+                        t.saturating_mul(REPORT),
                         Terms::ALL,
                         &Supply::Full,
                     )
                     .ok()
                     .map(|r| r.response)
                 };
-                let ok = (r.is_some() || b == 0) && note.is_none();
+                let within = r.filter(|&r| r <= t);
+                let ok = (within.is_some() || b == 0) && note.is_none();
+                let replenish = match policy {
+                    "deferrable" => Replenish::Deferrable,
+                    "polling" => Replenish::Polling,
+                    _ => Replenish::Sporadic,
+                };
+                let own = within.and_then(|r| OwnSupply::new(replenish, b, t, r.max(b)).ok());
                 (
                     ServerBound {
                         name: sc.name.clone(),
@@ -412,7 +490,9 @@ fn cpu_bounds(
                         budget: Some(b),
                         period: Some(t),
                         response: r,
-                        equation: "FP RTA (busy period) with top halves",
+                        blackout: own.map(|o| o.blackout()),
+                        equation: "FP RTA (busy period) with top halves and the I/O VCPUs \
+                                   that can inherit its priority",
                         schedulable: ok,
                         note: match (&note, ok) {
                             (Some(n), _) => Some(n.clone()),
@@ -422,12 +502,8 @@ fn cpu_bounds(
                             _ => None,
                         },
                     },
-                    if ok && b > 0 {
-                        Ok(Supply::Periodic {
-                            pi: t,
-                            theta: b,
-                            delay: if policy == "polling" { b } else { 0 },
-                        })
+                    if let (true, Some(own)) = (ok && b > 0, own) {
+                        Ok(TaskSupply::Own(own))
                     } else {
                         Err(format!(
                             "its server {} does not receive its budget within its period",
@@ -443,7 +519,9 @@ fn cpu_bounds(
                     budget: None,
                     period: None,
                     response: None,
-                    equation: "QUEST-VCPU Eq. 3: U (w + 2 T) above every Main VCPU",
+                    blackout: None,
+                    equation: "P1: U (w + D - C_max) + C_max at the priorities it can inherit \
+                               (P2; QUEST-VCPU Alg. 7-10)",
                     schedulable: true,
                     note: Some(format!("I/O VCPU, U = {num}/{den}")),
                 },
@@ -456,6 +534,7 @@ fn cpu_bounds(
                     budget: None,
                     period: None,
                     response: None,
+                    blackout: None,
                     equation: "fixed priority (no budget)",
                     schedulable: true,
                     note: None,
@@ -465,7 +544,7 @@ fn cpu_bounds(
                         "the background-mode server {} may run above it",
                         cfg.servers[b].name
                     )),
-                    None => Ok(Supply::Full),
+                    None => Ok(TaskSupply::Full),
                 },
             ),
         };
@@ -473,9 +552,41 @@ fn cpu_bounds(
         supply.push((s, sup));
     }
 
-    // tasks
+    // tasks, most urgent first (a suspending task's bound is its jitter
+    // on the tasks below it: J1)
+    let mut order: Vec<usize> = (0..cfg.tasks.len())
+        .filter(|&i| supply.iter().any(|(s, _)| *s == cfg.tasks[i].server))
+        .collect();
+    order.sort_by_key(|&i| {
+        let sc = &cfg.servers[cfg.tasks[i].server];
+        (
+            fp_key(&sc.policy, sc.rank).unwrap_or(0),
+            std::cmp::Reverse(cfg.tasks[i].priority),
+        )
+    });
+    let mut bounds: Vec<Option<u64>> = vec![None; cfg.tasks.len()];
+    // the interference of task `k` on the tasks below it: J1 when it
+    // suspends and has a bound within its period, else its whole job as
+    // execution (suspension-oblivious)
+    let as_hp = |k: usize, bounds: &[Option<u64>]| -> Result<Interferer, String> {
+        let o = &cfg.tasks[k];
+        if suspends(&o.program) {
+            if let (Some(r), irqlab_system::config::Release::Periodic { period, .. }) =
+                (bounds[k], &o.release)
+            {
+                if r <= *period {
+                    let e = execution(cfg, k)?;
+                    if let Some(j) = jitter_interferer(e, *period, r) {
+                        return Ok(j);
+                    }
+                }
+            }
+        }
+        task_demand(cfg, sources, k).map(|(w, p, _)| Interferer::new(w, p, 0))
+    };
     let mut rows = Vec::new();
-    for (i, t) in cfg.tasks.iter().enumerate() {
+    for i in order {
+        let t = &cfg.tasks[i];
         let Some((_, sup)) = supply.iter().find(|(s, _)| *s == t.server) else {
             continue;
         };
@@ -491,6 +602,7 @@ fn cpu_bounds(
             equation: String::new(),
             schedulable: false,
             note: None,
+            terms: Vec::new(),
         };
         if is_background(&t.release, &t.program) {
             row.schedulable = true;
@@ -544,8 +656,8 @@ fn cpu_bounds(
             if k == i || o.server != t.server || o.priority < t.priority {
                 continue;
             }
-            match task_demand(cfg, sources, k) {
-                Ok((w, p, _)) => hp.push(Interferer::new(w, p, 0)),
+            match as_hp(k, &bounds) {
+                Ok(x) => hp.push(x),
                 Err(_) => {
                     row.note = Some(format!("{} above it has no arrival bound", o.name));
                     break;
@@ -556,12 +668,62 @@ fn cpu_bounds(
             rows.push((i, row));
             continue;
         }
-        if cfg.path == InterruptPath::QuestNoIovcpu {
-            hp.extend(bottom_halves_in(cfg, t.server, sources));
+        let in_server: Vec<Interferer> = if cfg.path == InterruptPath::QuestNoIovcpu {
+            bottom_halves_in(cfg, t.server, sources)
+        } else {
+            Vec::new()
+        };
+        hp.extend(in_server.iter().copied());
+        let k = fp_key(&sc.policy, sc.rank).unwrap_or(u64::MAX);
+        // S2: the task alone in a sporadic server
+        let alone = !cfg
+            .tasks
+            .iter()
+            .enumerate()
+            .any(|(o, x)| o != i && x.server == t.server);
+        // (nothing else in the server: no bottom halves run in it)
+        if let (true, TaskSupply::Own(own), true) = (
+            alone && deadline <= period && in_server.is_empty(),
+            sup,
+            matches!(
+                sc.policy,
+                PolicyCfg::Sporadic {
+                    background: false,
+                    ..
+                }
+            ),
+        ) {
+            // an I/O VCPU serving this task alone runs only while it waits
+            // for its read: it never preempts the task's runs
+            let mut above_me = above(t.server, k);
+            for p in pibs
+                .iter()
+                .filter(|p| crate::system::io::exclusive(cfg, i, p.server).is_ok())
+            {
+                if let Some(x) = p.on(k) {
+                    if let Some(pos) = above_me.iter().position(|y| *y == x) {
+                        above_me.remove(pos);
+                    }
+                }
+            }
+            if let Some(b) = s2_row(
+                cfg, sources, i, &own, period, deadline, &above_me, &irq, &in_server,
+            ) {
+                row.wcet = Some(b.1);
+                row.equation = b.2.into();
+                row.response = Some(b.0);
+                row.schedulable = b.0 <= deadline;
+                row.terms = b.3;
+                if !row.schedulable {
+                    row.note = Some(format!("its bound {} ns exceeds its deadline", b.0));
+                }
+                bounds[i] = Some(b.0);
+                rows.push((i, row));
+                continue;
+            }
         }
         let eq = match sup {
-            Supply::Full => {
-                let k = fp_key(&sc.policy, sc.rank).unwrap_or(u64::MAX);
+            TaskSupply::Full => {
                 hp.extend(above(t.server, k));
                 // unbounded servers of the CPU at or above its rank: their
                 // tasks interfere
@@ -575,8 +737,8 @@ fn cpu_bounds(
                         continue;
                     }
                     if fp_key(&os.policy, os.rank).unwrap_or(u64::MAX) <= k {
-                        match task_demand(cfg, sources, k2) {
-                            Ok((w, p, _)) => hp.push(Interferer::new(w, p, 0)),
+                        match as_hp(k2, &bounds) {
+                            Ok(x) => hp.push(x),
                             Err(_) => {
                                 row.note =
                                     Some(format!("{} above it has no arrival bound", o.name));
@@ -586,9 +748,14 @@ fn cpu_bounds(
                 }
                 "FP RTA (busy period) on the CPU, interrupt work and more urgent entities above"
             }
-            Supply::Periodic { .. } => {
+            TaskSupply::Prm(_) => {
                 hp.extend(irq.iter().copied());
                 "FP RTA over the server's sbf (periodic resource), top halves charged to it"
+            }
+            TaskSupply::Own(_) => {
+                hp.extend(irq.iter().copied());
+                "FP RTA over the server's supply from its own response (S1: blackout (T - C) + \
+                 (R - C)), top halves charged to it"
             }
         };
         row.equation = eq.into();
@@ -598,20 +765,40 @@ fn cpu_bounds(
         }
         if suspends(&t.program) {
             segmented_row(cfg, sources, i, &hp, &sup, &mut row);
+            if row.schedulable {
+                bounds[i] = row.response;
+            }
             rows.push((i, row));
             continue;
         }
-        match analyse_supplied(
+        match analyse_over(
             Analysed::new(wcet, period, 0),
             &hp,
             Origin::Release,
-            deadline,
+            deadline.saturating_mul(REPORT),
             Terms::ALL,
             &sup,
         ) {
             Ok(r) => {
+                let blackout = match sup {
+                    TaskSupply::Own(o) => o.blackout(),
+                    _ => 0,
+                };
                 row.response = Some(r.response);
-                row.schedulable = true;
+                row.schedulable = r.response <= deadline;
+                row.terms = ranked(vec![
+                    Term::new("execution", wcet),
+                    Term::new("supply blackout", blackout),
+                    Term::new(
+                        "interference",
+                        r.response.saturating_sub(wcet).saturating_sub(blackout),
+                    ),
+                ]);
+                if row.schedulable {
+                    bounds[i] = Some(r.response);
+                } else {
+                    row.note = Some(format!("its bound {} ns exceeds its deadline", r.response));
+                }
             }
             Err(e) => row.note = Some(format!("exceeds its deadline ({e})")),
         }
@@ -628,4 +815,72 @@ fn cpu_bounds(
         },
         rows,
     )
+}
+
+/// S2 for task `i`, alone in the sporadic server `own`: `(bound,
+/// execution, equation, terms)`, `None` when a condition fails (the caller
+/// uses S1).
+#[allow(clippy::too_many_arguments)]
+fn s2_row(
+    cfg: &SimConfig,
+    sources: &[Source],
+    i: usize,
+    own: &OwnSupply,
+    period: u64,
+    deadline: u64,
+    above_server: &[Interferer],
+    irq: &[Interferer],
+    in_server: &[Interferer],
+) -> Option<(u64, u64, &'static str, Vec<Term>)> {
+    let (c0, sus, c1) = one_suspension(cfg, i)?;
+    let suspension = match sus {
+        Suspension::None => 0,
+        Suspension::Sleep(ns) => ns,
+        Suspension::Read(d) => read_latency(cfg, sources, i, d).latency?,
+    };
+    let (head, demand) = match sus {
+        Suspension::None => (0, c0.saturating_add(c1)),
+        _ => (c0, c1),
+    };
+    let mut hp = above_server.to_vec();
+    hp.extend(in_server.iter().copied());
+    // what runs inside the server's budget while the job runs: top halves
+    // (charged to whatever runs) and, on quest-no-iovcpu, its bottom halves
+    let mut charged = irq.to_vec();
+    charged.extend(in_server.iter().copied());
+    let job = OwnJob {
+        head,
+        suspension,
+        demand,
+        min_interarrival: period,
+    };
+    let b = own_response(
+        own.budget,
+        own.period,
+        job,
+        &hp,
+        &charged,
+        deadline.saturating_mul(REPORT),
+    );
+    let b = b.ok()?;
+    let terms = ranked(vec![
+        Term::new("read or sleep bound", suspension),
+        Term::new(
+            "run after the suspension (FP RTA at the server's priority)",
+            b.last_chunk,
+        ),
+        Term::new(
+            "earlier runs and budget periods",
+            b.response
+                .saturating_sub(b.last_chunk)
+                .saturating_sub(suspension),
+        ),
+    ]);
+    Some((
+        b.response,
+        c0.saturating_add(c1),
+        "S2: the task alone in its sporadic server: FP RTA of its job at the server's priority \
+         (r(c0) + L + r(c1); beyond one budget (k - 1) T + r(last))",
+        terms,
+    ))
 }
