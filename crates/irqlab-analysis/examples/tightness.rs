@@ -250,6 +250,13 @@ fn main() {
                     let Some(row) = b.tasks.iter().find(|x| x.name == t.name) else {
                         continue;
                     };
+                    if std::env::var("TIGHT_DEBUG").is_ok() && !row.schedulable {
+                        eprintln!(
+                            "fail {:?} {:?}",
+                            row.response.map(|r| r as f64 / worst[i] as f64),
+                            row.note
+                        );
+                    }
                     if let (Some(bound), true) = (row.response, row.schedulable) {
                         bounded += 1;
                         assert!(
@@ -259,6 +266,14 @@ fn main() {
                             worst[i]
                         );
                         ratios.push(bound as f64 / worst[i] as f64);
+                        if std::env::var("TIGHT_DEBUG").is_ok() {
+                            eprintln!(
+                                "{:6.2} {} {:?}",
+                                bound as f64 / worst[i] as f64,
+                                row.equation.chars().take(40).collect::<String>(),
+                                row.terms
+                            );
+                        }
                     }
                 }
             }

@@ -94,6 +94,30 @@
 //! alone (`s + r(c1)`, what a per-segment analysis without the budget
 //! gives) is exceeded (`s2_wakeup_alone_is_unsound`).
 //!
+//! **S3 -- a sporadic server that never runs out** (`never_depleted`).
+//! Conditions: a sporadic server (no full queue, no overrun) whose clients
+//! are tasks `i` with jobs at least `T_i` apart, execution `E_i` per job and
+//! response `R_i` computed as if the server always had budget (the FP RTA
+//! at the server's priority, the server's more urgent tasks and everything
+//! that preempts the server above); `charged` what is charged to its
+//! budget besides (top halves), in a window `T`. If
+//!
+//! ```text
+//! sum_i E_i ceil((T + R_i) / T_i) + charged(T) < C
+//! ```
+//!
+//! the server has budget whenever it has work, so those `R_i` are its
+//! clients' bounds. Proof: each unit executed at `u` is due again by `u +
+//! T`, so at any `v` at least `C - exec(v - T, v)` is due; a job that
+//! executes in `(v - T, v)` was released in `(v - T - R_i, v)`, at most
+//! `ceil((T + R_i) / T_i)` of task `i`; so `exec(v - T, v) < C` up to the
+//! first instant the server could run out, a contradiction (induction on
+//! that instant). `tests/server_exhaustive.rs::s3_never_depleted` checks
+//! it on the core with two clients; where the condition fails the
+//! no-stall RTAs are exceeded (`s3_condition_needed`). The search did not
+//! find a case needing the `T` in `ceil((T + R_i) / T_i)` rather than
+//! `ceil(R_i / T_i)`; the proof needs it, so it stays.
+//!
 //! Deferrable and polling servers get S1 only: a job released just before
 //! a period boundary may find the budget used by the previous job's tail,
 //! so "the whole budget at each release" does not hold for them.
@@ -215,6 +239,27 @@ pub struct OwnJob {
     pub demand: u64,
     /// `T_a`: least time between releases (`ONCE`: released once).
     pub min_interarrival: u64,
+}
+
+/// S3: `(E_i, T_i, R_i)` of the clients, `charged` in a window `T`.
+pub fn never_depleted(budget: u64, period: u64, clients: &[(u64, u64, u64)], charged: u64) -> bool {
+    never_depleted_with(budget, period, clients, charged, true)
+}
+
+/// `never_depleted` with (`window`) or without the server's own period in
+/// the count of jobs (without it is not safe; for the tests).
+pub fn never_depleted_with(
+    budget: u64,
+    period: u64,
+    clients: &[(u64, u64, u64)],
+    charged: u64,
+    window: bool,
+) -> bool {
+    let span = |r: u64| if window { period.saturating_add(r) } else { r };
+    let used = clients.iter().fold(charged, |acc, &(e, t, r)| {
+        acc.saturating_add(e.saturating_mul(span(r).div_ceil(t.max(1))))
+    });
+    used < budget
 }
 
 /// S2's bound and its terms.

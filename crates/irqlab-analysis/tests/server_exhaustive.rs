@@ -9,7 +9,9 @@ mod common;
 
 use common::{consumed, deferrable, machine, periodic, polling, run, sporadic, Job, Work};
 use irqlab_analysis::rta::Interferer;
-use irqlab_analysis::server::{own_response, server_response, OwnJob, OwnSupply, Replenish, ONCE};
+use irqlab_analysis::server::{
+    never_depleted_with, own_response, server_response, OwnJob, OwnSupply, Replenish, ONCE,
+};
 use irqlab_core::Server;
 
 /// Every small case: `(C, T, c_h, T_h)` with the interferer `(c_h, T_h)`
@@ -368,5 +370,105 @@ fn s2_wakeup_alone_is_unsound() {
     assert!(
         exceeded > 0,
         "s + r(c1) never exceeded: the test does not check the invariant"
+    );
+}
+
+/// Two periodic clients `(e1, t1)` above `(e2, t2)` in a sporadic server
+/// `(C, T)` below `(c_h, T_h)`: the worst observed response of each over
+/// every phasing of the interferer and the second client.
+#[allow(clippy::too_many_arguments)]
+fn two_clients(c: u64, t: u64, ch: u64, th: u64, e1: u64, t1: u64, e2: u64, t2: u64) -> (u64, u64) {
+    let mut worst = (0, 0);
+    for ph in 0..th {
+        for p2 in 0..t1 {
+            let (mut s, _, tids) = machine(
+                vec![sporadic(ch, th), sporadic(c, t)],
+                &[(0, 1), (1, 2), (1, 1)],
+            );
+            let horizon = 6 * t1.max(t2) + 4 * t;
+            let works = vec![
+                Work {
+                    thread: tids[0],
+                    jobs: periodic(ph, th, horizon, &[(0, ch)]),
+                    inherit: None,
+                },
+                Work {
+                    thread: tids[1],
+                    jobs: periodic(1, t1, horizon - 2 * t, &[(0, e1)]),
+                    inherit: None,
+                },
+                Work {
+                    thread: tids[2],
+                    jobs: periodic(1 + p2, t2, horizon - 2 * t, &[(0, e2)]),
+                    inherit: None,
+                },
+            ];
+            let out = run(&mut s, &works, horizon);
+            for &(r, _, f) in &out.done[1] {
+                worst.0 = worst.0.max(f - r);
+            }
+            for &(r, _, f) in &out.done[2] {
+                worst.1 = worst.1.max(f - r);
+            }
+        }
+    }
+    worst
+}
+
+/// S3 over every small case: `(e1, t1)`, `(e2, t2)` with `t_i >= T`;
+/// `holds`: the cases where S3's condition holds (else where it fails);
+/// returns (cases looked at, cases where a client exceeds its no-stall
+/// RTA).
+fn s3_search(holds: bool, cs: std::ops::RangeInclusive<u64>, tmax: u64) -> (u64, u64) {
+    use irqlab_analysis::rta::{analyse, Analysed, Origin};
+    let (mut applies, mut exceeded) = (0, 0);
+    for (c, t, ch, th, _) in cases_in(cs, tmax, 4) {
+        let hp = [Interferer::new(ch, th, 0)];
+        for e1 in 1..c {
+            for e2 in 1..c {
+                for t1 in [t, t + 2] {
+                    for t2 in [t, 2 * t] {
+                        let r = |e: u64, tt: u64, hp: &[Interferer]| {
+                            analyse(Analysed::new(e, tt, 0), hp, Origin::Arrival, tt)
+                                .ok()
+                                .map(|x| x.response)
+                        };
+                        let Some(r1) = r(e1, t1, &hp) else { continue };
+                        let hp2 = [hp[0], Interferer::new(e1, t1, 0)];
+                        let Some(r2) = r(e2, t2, &hp2) else { continue };
+                        let ok = never_depleted_with(c, t, &[(e1, t1, r1), (e2, t2, r2)], 0, true);
+                        if ok != holds {
+                            continue;
+                        }
+                        applies += 1;
+                        let (w1, w2) = two_clients(c, t, ch, th, e1, t1, e2, t2);
+                        if w1 > r1 || w2 > r2 {
+                            exceeded += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    (applies, exceeded)
+}
+
+/// S3 holds: where its condition holds, no client exceeds its FP RTA at
+/// the server's priority.
+#[test]
+fn s3_never_depleted() {
+    let (applies, exceeded) = s3_search(true, 2..=5, 8);
+    assert!(applies > 20, "S3 applies to only {applies} cases");
+    assert_eq!(exceeded, 0, "S3 exceeded in {exceeded} of {applies} cases");
+}
+
+/// S3's condition is needed: where it fails, the clients' no-stall RTAs
+/// are exceeded (the server runs out of budget).
+#[test]
+fn s3_condition_needed() {
+    let (_, exceeded) = s3_search(false, 2..=5, 8);
+    assert!(
+        exceeded > 0,
+        "never exceeded: the test does not check the condition"
     );
 }

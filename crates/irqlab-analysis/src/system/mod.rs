@@ -175,19 +175,22 @@ pub(crate) enum TaskSupply {
     /// A budgeted fixed-priority server's supply from its own response
     /// (S1, `irqlab_analysis::server`).
     Own(OwnSupply),
+    /// A sporadic server that never runs out of budget (S3): the CPU at
+    /// the server's priority.
+    NoStall,
 }
 
 impl SupplyBound for TaskSupply {
     fn time_to(&self, x: u64) -> u64 {
         match self {
-            TaskSupply::Full => x,
+            TaskSupply::Full | TaskSupply::NoStall => x,
             TaskSupply::Prm(s) => s.time_to(x),
             TaskSupply::Own(s) => s.time_to(x),
         }
     }
     fn rate(&self) -> f64 {
         match self {
-            TaskSupply::Full => 1.0,
+            TaskSupply::Full | TaskSupply::NoStall => 1.0,
             TaskSupply::Prm(s) => s.rate(),
             TaskSupply::Own(s) => s.rate(),
         }
@@ -584,6 +587,18 @@ fn cpu_bounds(
         }
         task_demand(cfg, sources, k).map(|(w, p, _)| Interferer::new(w, p, 0))
     };
+    // S3: sporadic servers whose compute-only periodic tasks never let
+    // them run out of budget; their tasks get the FP RTA at the server's
+    // priority
+    let no_stall: Vec<usize> = supply
+        .iter()
+        .filter_map(|(s, sup)| match sup {
+            Ok(TaskSupply::Own(own)) => {
+                never_runs_out(cfg, sources, *s, own, &above, &irq).then_some(*s)
+            }
+            _ => None,
+        })
+        .collect();
     let mut rows = Vec::new();
     for i in order {
         let t = &cfg.tasks[i];
@@ -722,7 +737,17 @@ fn cpu_bounds(
                 continue;
             }
         }
+        let sup = if no_stall.contains(&t.server) {
+            TaskSupply::NoStall
+        } else {
+            sup
+        };
         let eq = match sup {
+            TaskSupply::NoStall => {
+                hp.extend(above(t.server, k));
+                "S3: FP RTA at the server's priority (its tasks never let it run out of budget: \
+                 sum E ceil((T + R) / T_i) + top halves < C)"
+            }
             TaskSupply::Full => {
                 hp.extend(above(t.server, k));
                 // unbounded servers of the CPU at or above its rank: their
@@ -883,4 +908,74 @@ fn s2_row(
          (r(c0) + L + r(c1); beyond one budget (k - 1) T + r(last))",
         terms,
     ))
+}
+
+/// S3 for server `s` (`irqlab_analysis::server::never_depleted`): every
+/// task of it periodic and compute-only, nothing else in it (no bottom
+/// halves), and `sum E ceil((T + R) / T_i) + top halves in T < C` with
+/// each `R` the FP RTA at the server's priority.
+fn never_runs_out(
+    cfg: &SimConfig,
+    sources: &[Source],
+    s: usize,
+    own: &OwnSupply,
+    above: &dyn Fn(usize, u64) -> Vec<Interferer>,
+    irq: &[Interferer],
+) -> bool {
+    let sc = &cfg.servers[s];
+    if cfg.path == InterruptPath::QuestNoIovcpu
+        || !matches!(
+            sc.policy,
+            PolicyCfg::Sporadic {
+                background: false,
+                ..
+            }
+        )
+    {
+        return false;
+    }
+    let k = fp_key(&sc.policy, sc.rank).unwrap_or(u64::MAX);
+    let mine: Vec<usize> = (0..cfg.tasks.len())
+        .filter(|&i| cfg.tasks[i].server == s)
+        .collect();
+    let mut clients = Vec::new();
+    for &i in &mine {
+        let t = &cfg.tasks[i];
+        if suspends(&t.program)
+            || !matches!(t.release, irqlab_system::config::Release::Periodic { .. })
+        {
+            return false;
+        }
+        let Ok((e, p, _)) = task_demand(cfg, sources, i) else {
+            return false;
+        };
+        let mut hp = above(s, k);
+        for &o in mine
+            .iter()
+            .filter(|&&o| o != i && cfg.tasks[o].priority >= t.priority)
+        {
+            match task_demand(cfg, sources, o) {
+                Ok((w, q, _)) => hp.push(Interferer::new(w, q, 0)),
+                Err(_) => return false,
+            }
+        }
+        let Ok(r) = analyse_supplied(
+            Analysed::new(e, p, 0),
+            &hp,
+            Origin::Release,
+            p,
+            Terms::ALL,
+            &Supply::Full,
+        ) else {
+            return false;
+        };
+        clients.push((e, p, r.response));
+    }
+    !clients.is_empty()
+        && crate::server::never_depleted(
+            own.budget,
+            own.period,
+            &clients,
+            crate::rta::demand(irq, own.period),
+        )
 }
