@@ -118,14 +118,93 @@ pub(crate) struct PibsLoad {
     /// P1: `U (w + T + D - C_max)`; `None`: no bound on its chunks (the
     /// entities it can preempt then have none either).
     pub interferer: Option<Interferer>,
+    /// P3: its work, the bottom halves of its classes' devices, each
+    /// `(n C_bh, T, J + Delta)` with `Delta` its work's busy period over
+    /// its own supply; `None` without one.
+    pub work: Option<Vec<Interferer>>,
 }
 
 impl PibsLoad {
     /// Its interference on an entity of key `k`: none below P2's reach,
-    /// else P1 (without a bound, the whole CPU).
-    pub fn on(&self, k: u64) -> Option<Interferer> {
-        (self.t_min <= k).then(|| self.interferer.unwrap_or(Interferer::new(1, 1, 0)))
+    /// else the smaller of P1 and P3 in a window `k` (both are sound: the
+    /// choice only moves tightness); without a bound, the whole CPU.
+    pub fn on(&self, k: u64) -> Vec<Interferer> {
+        if self.t_min > k {
+            return Vec::new();
+        }
+        let p1 = self.interferer.map(|i| vec![i]);
+        match (p1, &self.work) {
+            (Some(a), Some(b)) => {
+                if crate::rta::demand(b, k) < crate::rta::demand(&a, k) {
+                    b.clone()
+                } else {
+                    a
+                }
+            }
+            (Some(a), None) => a,
+            (None, Some(b)) => b.clone(),
+            (None, None) => vec![Interferer::new(1, 1, 0)],
+        }
     }
+}
+
+/// P3 (`PibsLoad::work`): an I/O VCPU executes only its classes' bottom
+/// halves. While it has work its chunks of `C_max` come at least every `T`
+/// (`V_e += used / U`, `used <= C_max`, plus 1 ns of rounding) and end
+/// within `D` of their due time, so it supplies its work like S1 with `(C
+/// = C_max, T + 1, R = D + 1)`; every unit of work completes within the
+/// busy period `Delta` of that work (with the top halves charged to it)
+/// over that supply; so a window `w`
+/// holds at most the work that arrived in `w + Delta` before it ends: each
+/// device's bottom halves with jitter `J + Delta`.
+fn pibs_work(
+    cfg: &SimConfig,
+    sources: &[Source],
+    irq: &[Interferer],
+    s: usize,
+    c_max: u64,
+    t_max: u64,
+    d: u64,
+) -> Option<Vec<Interferer>> {
+    let mut work = Vec::new();
+    for src in sources {
+        let class = cfg.devices.get(src.device)?.class;
+        if cfg.classes.get(class).and_then(|k| k.iovcpu) == Some(s) {
+            work.push(src.bottom_halves()?);
+        }
+    }
+    if work.is_empty() {
+        return Some(work);
+    }
+    let sup = crate::server::OwnSupply::new(
+        crate::server::Replenish::Sporadic,
+        c_max,
+        t_max.checked_add(1)?,
+        d.checked_add(1)?,
+    )
+    .ok()?;
+    // the top halves charged to it while it runs take its budget too
+    let mut load = work.clone();
+    load.extend(irq.iter().copied());
+    let delta = analyse_over(
+        Analysed::new(1, ONCE, 0),
+        &load,
+        Origin::Arrival,
+        ONCE / 1024,
+        Terms::ALL,
+        &sup,
+    )
+    .ok()?
+    .busy_period;
+    Some(
+        work.into_iter()
+            .map(|i| Interferer {
+                jitter: i.jitter.saturating_add(delta),
+                alt: i.alt.map(|(c, p, j)| (c, p, j.saturating_add(delta))),
+                ..i
+            })
+            .collect(),
+    )
 }
 
 /// The PIBS I/O VCPUs of CPU `c` on `quest`, each with P1 (its
@@ -190,6 +269,18 @@ pub(crate) fn pibs_interference(cfg: &SimConfig, sources: &[Source], c: usize) -
             t_min: v.t_min,
             interferer: match (&irq, d) {
                 (Some(_), Some(d)) => Some(pibs::interferer(v.num, v.den, v.t_max, d)),
+                _ => None,
+            },
+            work: match (&irq, d) {
+                (Some(irq), Some(d)) => pibs_work(
+                    cfg,
+                    sources,
+                    irq,
+                    server,
+                    pibs::c_max(v.num, v.den, v.t_max),
+                    v.t_max,
+                    d,
+                ),
                 _ => None,
             },
         })
@@ -333,7 +424,7 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
         pibs_interference(cfg, sources, c)
             .into_iter()
             .filter(|p| p.server != io)
-            .filter_map(|p| p.on(t_main)),
+            .flat_map(|p| p.on(t_main)),
     );
     for sc in cfg.servers.iter().filter(|sc| sc.cpu == c) {
         if sc.rank.is_some() {

@@ -407,11 +407,7 @@ fn cpu_bounds(
     // interference on an FP entity of key `k` (server `me` excluded)
     let above = |me: usize, k: u64| -> Vec<Interferer> {
         let mut v = irq.clone();
-        v.extend(
-            pibs.iter()
-                .filter(|p| p.server != me)
-                .filter_map(|p| p.on(k)),
-        );
+        v.extend(pibs.iter().filter(|p| p.server != me).flat_map(|p| p.on(k)));
         for &s in &server_ids {
             if s == me {
                 continue;
@@ -715,7 +711,7 @@ fn cpu_bounds(
                 .iter()
                 .filter(|p| crate::system::io::exclusive(cfg, i, p.server).is_ok())
             {
-                if let Some(x) = p.on(k) {
+                for x in p.on(k) {
                     if let Some(pos) = above_me.iter().position(|y| *y == x) {
                         above_me.remove(pos);
                     }
