@@ -6,9 +6,9 @@
 //! where nothing preempts the I/O VCPU; without the `D` term (a chunk's
 //! time to its end under preemption) it is exceeded.
 
-mod common;
+mod core_machine;
 
-use common::{machine, max_window, periodic, pibs, run, sporadic, unbounded, Job, Work};
+use core_machine::{machine, max_window, periodic, pibs, run, sporadic, unbounded, Job, Work};
 use irqlab_analysis::pibs::{c_max, chunk_response, window_bound};
 use irqlab_analysis::rta::Interferer;
 use irqlab_core::Inherit;

@@ -5,9 +5,9 @@
 //! Each test states what it shows; the `*_needs_*` / `*_unsound` tests show
 //! a term necessary (the bound without it is exceeded).
 
-mod common;
+mod core_machine;
 
-use common::{consumed, deferrable, machine, periodic, polling, run, sporadic, Job, Work};
+use core_machine::{consumed, deferrable, machine, periodic, polling, run, sporadic, Job, Work};
 use irqlab_analysis::rta::Interferer;
 use irqlab_analysis::server::{
     never_depleted_with, own_response, server_response, OwnJob, OwnSupply, Replenish, ONCE,

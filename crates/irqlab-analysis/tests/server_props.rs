@@ -4,9 +4,9 @@
 //! single client with random suspensions (S2). No observation may fall
 //! below S1's sbf or above S2's bound.
 
-mod common;
+mod core_machine;
 
-use common::{consumed, machine, periodic, run, sporadic, Job, Work};
+use core_machine::{consumed, machine, periodic, run, sporadic, Job, Work};
 use irqlab_analysis::rta::Interferer;
 use irqlab_analysis::server::{own_response, server_response, OwnJob, OwnSupply, Replenish, ONCE};
 use proptest::prelude::*;

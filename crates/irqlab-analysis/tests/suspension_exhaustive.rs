@@ -5,9 +5,9 @@
 //! lower task's observed response never exceeds its RTA with the upper
 //! task as jitter `R - E`; with jitter 0 (suspensions ignored) it does.
 
-mod common;
+mod core_machine;
 
-use common::{machine, periodic, run, unbounded, Job, Work};
+use core_machine::{machine, periodic, run, unbounded, Job, Work};
 use irqlab_analysis::rta::{analyse, Analysed, Interferer, Origin};
 use irqlab_analysis::suspension::jitter_interferer;
 
