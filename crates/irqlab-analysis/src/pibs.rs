@@ -161,6 +161,57 @@ pub fn chunk_responses(ios: &[IoVcpu], limit: u64) -> Vec<Option<u64>> {
     vec![None; ios.len()]
 }
 
+/// P3: an I/O VCPU's consumption from its work. It executes only its
+/// bottom halves, `work` (each source `ceil((w + J) / T) C`), and the top
+/// halves `charged` to it while it runs. While it has work its chunks of
+/// `C_max` come at least every `T` (`V_e += used / U`, `used <= C_max`,
+/// plus 1 ns of rounding) and end within `D` of their due time, so it
+/// supplies its work like `server::OwnSupply` (S1) with `(C_max, T + 1,
+/// D + 1)`; every unit of work ends within the busy period `Delta` of work
+/// and charged top halves over that supply, so a window `w` holds at most
+/// the work that arrived in `w + Delta` before its end: each source with
+/// jitter `J + Delta`. `None` without a bound (`D > T`, `C_max = 0`, or a
+/// busy period that does not close).
+pub fn work_interferers(
+    c_max: u64,
+    t: u64,
+    d: u64,
+    work: &[Interferer],
+    charged: &[Interferer],
+) -> Option<Vec<Interferer>> {
+    if work.is_empty() {
+        return Some(Vec::new());
+    }
+    let sup = crate::server::OwnSupply::new(
+        crate::server::Replenish::Sporadic,
+        c_max,
+        t.checked_add(1)?,
+        d.checked_add(1)?,
+    )
+    .ok()?;
+    let mut load = work.to_vec();
+    load.extend(charged.iter().copied());
+    let delta = crate::rta::analyse_over(
+        Analysed::new(1, crate::server::ONCE, 0),
+        &load,
+        Origin::Arrival,
+        crate::server::ONCE / 1024,
+        crate::rta::Terms::ALL,
+        &sup,
+    )
+    .ok()?
+    .busy_period;
+    Some(
+        work.iter()
+            .map(|i| Interferer {
+                jitter: i.jitter.saturating_add(delta),
+                alt: i.alt.map(|(c, p, j)| (c, p, j.saturating_add(delta))),
+                ..*i
+            })
+            .collect(),
+    )
+}
+
 /// P2: can an I/O VCPU whose inheritable periods are `periods` preempt a
 /// Main VCPU of period (RM key) `key`?
 pub fn interferes_with(periods: &[u64], key: u64) -> bool {

@@ -173,38 +173,7 @@ fn pibs_work(
             work.push(src.bottom_halves()?);
         }
     }
-    if work.is_empty() {
-        return Some(work);
-    }
-    let sup = crate::server::OwnSupply::new(
-        crate::server::Replenish::Sporadic,
-        c_max,
-        t_max.checked_add(1)?,
-        d.checked_add(1)?,
-    )
-    .ok()?;
-    // the top halves charged to it while it runs take its budget too
-    let mut load = work.clone();
-    load.extend(irq.iter().copied());
-    let delta = analyse_over(
-        Analysed::new(1, ONCE, 0),
-        &load,
-        Origin::Arrival,
-        ONCE / 1024,
-        Terms::ALL,
-        &sup,
-    )
-    .ok()?
-    .busy_period;
-    Some(
-        work.into_iter()
-            .map(|i| Interferer {
-                jitter: i.jitter.saturating_add(delta),
-                alt: i.alt.map(|(c, p, j)| (c, p, j.saturating_add(delta))),
-                ..i
-            })
-            .collect(),
-    )
+    pibs::work_interferers(c_max, t_max, d, &work, irq)
 }
 
 /// The PIBS I/O VCPUs of CPU `c` on `quest`, each with P1 (its
