@@ -4,33 +4,42 @@
 //! (the fixed-priority RTA of `crate::rta`, top halves
 //! included); per task its response over its server's supply.
 //!
-//! The mapping (docs/analysis.md states every condition):
+//! The mapping (docs/analysis.md states every condition; the equations
+//! are `crate::server` S1-S3, `crate::pibs` P1-P3, `crate::suspension` J1):
 //! * top halves run at arrival and are charged to whatever runs: on every
 //!   CPU they are the highest-priority interference, for servers and for
-//!   the tasks inside them (the supply a server gives its tasks is its
-//!   periodic-resource sbf minus the top halves that land in it);
-//!   arrival bounds come from `arrivals`;
+//!   the tasks inside them (they take the server's budget too); arrival
+//!   bounds come from `arrivals` (a device with two sound bounds keeps
+//!   both, `rta::Interferer::or`);
 //! * `linux`: bottom halves run in softirq context at IRQ exit or in
 //!   ksoftirqd; wherever they run, counting each as interference above
 //!   every task is safe (a softirq preempts everything; a ksoftirqd below a
 //!   task only helps it);
 //! * `quest-no-iovcpu`: a class's bottom halves run on a thread above every
 //!   task of the consumer's Main VCPU: interference inside that VCPU;
-//! * `quest`: bottom halves run on the class's PIBS I/O VCPU, which may
-//!   inherit any served Main VCPU's period: it counts above every Main VCPU
-//!   of its CPU, at `U (w + 2 T)` in a window `w` (budget `C_max = U T` for
-//!   the longest inherited period `T`, replenished at rate `U`: QUEST-VCPU
-//!   Alg. 7-10, Eq. 3);
+//! * `quest`: bottom halves run on the class's PIBS I/O VCPU, which runs at
+//!   the period it inherits (QUEST-VCPU Alg. 10): it counts only above the
+//!   Main VCPUs of a period at least its shortest inheritable one (P2), by
+//!   the smaller of P1 (`U (w + T + D - C_max)`, `D` its chunks' response
+//!   at its lowest inheritable priority) and P3 (its work with the work's
+//!   busy period as jitter);
 //! * servers: sporadic `(C, T)` interferes as a periodic task, deferrable
 //!   and polling ones with release jitter `T - C`, SCHED_DEADLINE (CBS)
 //!   servers, above every fixed-priority server, with jitter `P - Q`; a
-//!   server passing its RTA (`R <= T`) supplies `sbf(T, C)` (a polling
-//!   server, which loses its budget when idle, `C` later); CBS servers
-//!   pass the sufficient EDF test `(1 - sum Q/P - U_irq) P_min >= sum C_irq`;
-//! * tasks: periodic compute-only tasks in a budgeted server get the FP RTA
-//!   over the server's sbf (`rta::Supply::Periodic`); in an unbounded
-//!   (SCHED_FIFO) server the FP RTA on the CPU, every more urgent entity
-//!   interfering. Everything else says why it has no bound.
+//!   server's response `R` is reported past its period too; one passing
+//!   (`R <= T`) supplies S1, the blackout `(T - C) + (R - C)` (polling `T +
+//!   R - C`); CBS servers pass the sufficient EDF test `(1 - sum Q/P -
+//!   U_irq) P_min >= sum C_irq` and supply the periodic resource;
+//! * tasks, most urgent first: a task alone in a sporadic server (computes,
+//!   at most one read or sleep, computes) gets S2, its job's FP RTA at the
+//!   server's priority; the compute-only periodic tasks of a sporadic
+//!   server that never runs out (S3) their FP RTA at its priority; others
+//!   the FP RTA over S1 (or the CBS server's periodic resource), a job that
+//!   reads or sleeps segment by segment; in an unbounded (SCHED_FIFO)
+//!   server the FP RTA on the CPU. A more urgent task that suspends
+//!   interferes as J1 (`(E, T, R - E)`) once bounded within its period. A
+//!   bound above the deadline is still reported (not `schedulable`) with
+//!   its `terms`; everything else says why it has no bound.
 //!
 //! Design principles: the equations live in `irqlab_analysis`; this module
 //! maps the configuration onto them and never invents a bound.
