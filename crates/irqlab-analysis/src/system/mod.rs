@@ -32,8 +32,8 @@
 //!   U_irq) P_min >= sum C_irq` and supply the periodic resource;
 //! * tasks, most urgent first: a task alone in a sporadic server (computes,
 //!   at most one read or sleep, computes) gets S2, its job's FP RTA at the
-//!   server's priority; the compute-only periodic tasks of a sporadic
-//!   server that never runs out (S3) their FP RTA at its priority; others
+//!   server's priority; the periodic tasks of a sporadic server that
+//!   never runs out (S3) their FP RTA at its priority; others
 //!   the FP RTA over S1 (or the CBS server's periodic resource), a job that
 //!   reads or sleeps segment by segment; in an unbounded (SCHED_FIFO)
 //!   server the FP RTA on the CPU. A more urgent task that suspends
@@ -916,9 +916,11 @@ fn s2_row(
 }
 
 /// S3 for server `s` (`irqlab_analysis::server::never_depleted`): every
-/// task of it periodic and compute-only, nothing else in it (no bottom
+/// task of it periodic (a suspending one with its deadline and its
+/// segmented bound within its period), nothing else in it (no bottom
 /// halves), and `sum E ceil((T + R) / T_i) + top halves in T < C` with
-/// each `R` the FP RTA at the server's priority.
+/// each `R` the FP RTA at the server's priority (segment by segment for a
+/// job that suspends) and `E` its execution.
 fn never_runs_out(
     cfg: &SimConfig,
     sources: &[Source],
@@ -946,13 +948,28 @@ fn never_runs_out(
     let mut clients = Vec::new();
     for &i in &mine {
         let t = &cfg.tasks[i];
-        if suspends(&t.program)
-            || !matches!(t.release, irqlab_system::config::Release::Periodic { .. })
-        {
+        let irqlab_system::config::Release::Periodic {
+            period: p,
+            deadline,
+            ..
+        } = t.release
+        else {
             return false;
-        }
-        let Ok((e, p, _)) = task_demand(cfg, sources, i) else {
-            return false;
+        };
+        // its execution (a suspending job's computes and Omega_Main)
+        let e = if suspends(&t.program) {
+            if deadline.unwrap_or(p) > p {
+                return false;
+            }
+            match execution(cfg, i) {
+                Ok(e) => e,
+                Err(_) => return false,
+            }
+        } else {
+            match task_demand(cfg, sources, i) {
+                Ok((e, _, _)) => e,
+                Err(_) => return false,
+            }
         };
         let mut hp = above(s, k);
         for &o in mine
@@ -964,17 +981,38 @@ fn never_runs_out(
                 Err(_) => return false,
             }
         }
-        let Ok(r) = analyse_supplied(
-            Analysed::new(e, p, 0),
-            &hp,
-            Origin::Release,
-            p,
-            Terms::ALL,
-            &Supply::Full,
-        ) else {
-            return false;
+        let r = if suspends(&t.program) {
+            // segment by segment at the server's priority, one job at a time
+            let rta = |c: u64| {
+                analyse_supplied(
+                    Analysed::new(c, arrivals::ONCE, 0),
+                    &hp,
+                    Origin::Arrival,
+                    p,
+                    Terms::ALL,
+                    &Supply::Full,
+                )
+                .ok()
+                .map(|r| r.response)
+            };
+            match crate::system::io::segmented(cfg, sources, i, &rta) {
+                Ok((b, _)) if b <= p => b,
+                _ => return false,
+            }
+        } else {
+            match analyse_supplied(
+                Analysed::new(e, p, 0),
+                &hp,
+                Origin::Release,
+                p,
+                Terms::ALL,
+                &Supply::Full,
+            ) {
+                Ok(r) => r.response,
+                Err(_) => return false,
+            }
         };
-        clients.push((e, p, r.response));
+        clients.push((e, p, r));
     }
     !clients.is_empty()
         && crate::server::never_depleted(
