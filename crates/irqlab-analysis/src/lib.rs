@@ -6,6 +6,11 @@
 //! * `vint` -- VINT Eq. 1-8, Definitions 1-3 and the budget search;
 //! * `prm` -- the periodic resource model's supply-bound function and the
 //!   exact hierarchical fixed-priority test (Shin & Lee);
+//! * `server` -- a budgeted server's supply from its own schedule (S1)
+//!   and the server as its own client (S2);
+//! * `pibs` -- a PIBS I/O VCPU's consumption in a window (P1) and the
+//!   priorities it can take it at (P2);
+//! * `suspension` -- self-suspending tasks as release jitter (J1);
 //! * `gen` / `sweep` -- generators (UUniFast, VINT Table II) and the
 //!   parallel, deterministic sweeps behind VINT Figures 4-9;
 //! * `system` -- the analysis of a whole resolved system
@@ -17,9 +22,12 @@
 //! tests themselves; floats only for utilization sums and reports.
 
 pub mod gen;
+pub mod pibs;
 pub mod prm;
 pub mod quest;
 pub mod rta;
+pub mod server;
+pub mod suspension;
 pub mod sweep;
 pub mod system;
 pub mod usb;

@@ -33,12 +33,25 @@
 //! task is reported as unbounded, never looped on.
 
 /// A source of interference: `ceil((w + jitter) / period) * cost` in any
-/// window `w` (a higher-priority task, an ISR, a server, a supply gap).
+/// window `w` (a higher-priority task, an ISR, a server, a supply gap);
+/// with `alt`, a second sound bound `(cost, period, jitter)` of the same
+/// source, the smaller of the two in each window (e.g. a device's
+/// requests per job and its one-transfer-at-a-time pace).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Interferer {
     pub cost: u64,
     pub period: u64,
     pub jitter: u64,
+    pub alt: Option<(u64, u64, u64)>,
+}
+
+fn eta(cost: u64, period: u64, jitter: u64, w: u64) -> u64 {
+    if period == 0 {
+        return u64::MAX;
+    }
+    w.saturating_add(jitter)
+        .div_ceil(period)
+        .saturating_mul(cost)
 }
 
 impl Interferer {
@@ -47,16 +60,23 @@ impl Interferer {
             cost,
             period,
             jitter,
+            alt: None,
+        }
+    }
+    /// The same source with a second sound bound.
+    pub fn or(self, cost: u64, period: u64, jitter: u64) -> Interferer {
+        Interferer {
+            alt: Some((cost, period, jitter)),
+            ..self
         }
     }
     /// Interference in a window of length `w`.
     pub fn demand(&self, w: u64) -> u64 {
-        if self.period == 0 {
-            return u64::MAX;
+        let a = eta(self.cost, self.period, self.jitter, w);
+        match self.alt {
+            Some((c, p, j)) => a.min(eta(c, p, j, w)),
+            None => a,
         }
-        w.saturating_add(self.jitter)
-            .div_ceil(self.period)
-            .saturating_mul(self.cost)
     }
 }
 
@@ -201,6 +221,26 @@ impl Supply {
     }
 }
 
+/// A lower bound on what a resource supplies, by its inverse: the
+/// shortest window surely supplying `x`, and the long-run rate. `Supply`
+/// is one; `server::OwnSupply` (a budgeted server's supply from its own
+/// schedule) is another.
+pub trait SupplyBound {
+    /// Shortest window guaranteed to supply `x` (`u64::MAX`: never).
+    fn time_to(&self, x: u64) -> u64;
+    /// Long-run fraction of the CPU supplied.
+    fn rate(&self) -> f64;
+}
+
+impl SupplyBound for Supply {
+    fn time_to(&self, x: u64) -> u64 {
+        Supply::time_to(self, x)
+    }
+    fn rate(&self) -> f64 {
+        Supply::rate(self)
+    }
+}
+
 /// The busy-period analysis over a supply: the window of job `q` is the
 /// least fixed point of `w = supply.time_to((q + 1) C + sum demand(w))`
 /// (the request-bound function against the inverse supply-bound
@@ -213,6 +253,18 @@ pub fn analyse_supplied(
     terms: Terms,
     supply: &Supply,
 ) -> Result<Rta, NoBound> {
+    analyse_over(me, hp, origin, limit, terms, supply)
+}
+
+/// `analyse_supplied` over any `SupplyBound`.
+pub fn analyse_over(
+    me: Analysed,
+    hp: &[Interferer],
+    origin: Origin,
+    limit: u64,
+    terms: Terms,
+    supply: &dyn SupplyBound,
+) -> Result<Rta, NoBound> {
     if me.period == 0 {
         return Err(NoBound::ZeroPeriod);
     }
@@ -220,12 +272,23 @@ pub fn analyse_supplied(
     let hp = if terms.interferer_jitter {
         hp
     } else {
-        stripped = hp.iter().map(|i| Interferer { jitter: 0, ..*i }).collect();
+        stripped = hp
+            .iter()
+            .map(|i| Interferer {
+                jitter: 0,
+                alt: i.alt.map(|(c, p, _)| (c, p, 0)),
+                ..*i
+            })
+            .collect();
         &stripped
     };
     let u = hp
         .iter()
-        .map(|i| i.cost as f64 / i.period.max(1) as f64)
+        .map(|i| {
+            let r = i.cost as f64 / i.period.max(1) as f64;
+            i.alt
+                .map_or(r, |(c, p, _)| r.min(c as f64 / p.max(1) as f64))
+        })
         .sum::<f64>()
         + me.wcet as f64 / me.period as f64;
     if u > supply.rate() + 1e-9 {

@@ -142,10 +142,16 @@ def model_report(b: dict[str, Any]) -> None:
             if t["deadline"] is None:
                 print(f"    task {t['name']:<16} in {t['server']}: {t['note']}")
                 continue
-            slack = (f", slack {fmt(t['deadline'] - t['response'])}"
-                     if t["response"] is not None else "")
+            r = t["response"]
+            slack = ("" if r is None else f", slack {fmt(t['deadline'] - r)}"
+                     if r <= t["deadline"] else f", over by {fmt(r - t['deadline'])}")
+            # the bound's largest terms (issue 35: a bound above the
+            # deadline is still printed, with what it is made of)
+            terms = t.get("terms") or []
+            made = (" (" + " + ".join(f"{x['name']} {fmt(x['ns'])}" for x in terms[:3]) + ")"
+                    if terms else "")
             print(f"    task {t['name']:<16} {fmt(t['wcet'])} / {fmt(t['period'])} in "
-                  f"{t['server']}: {fmt(t['response'])} vs deadline {fmt(t['deadline'])}{slack} "
+                  f"{t['server']}: {fmt(r)}{made} vs deadline {fmt(t['deadline'])}{slack} "
                   f"[{t['equation'] or '-'}] -> {verdict(t['schedulable'], t['note'])}")
     for r in b["io"]:
         if r["latency"] is None:

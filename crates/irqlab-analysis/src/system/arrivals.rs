@@ -29,20 +29,30 @@ pub struct Source {
     pub bottom_half: u64,
     /// Arrivals: `(count per period, period, jitter)`; `Err` = why none.
     pub arrivals: Result<(u64, u64, u64), String>,
+    /// A second sound arrival bound, when the device has two (a disk's or
+    /// endpoint's own pace and its requesters' count): the interference
+    /// takes the smaller in each window.
+    pub alt: Option<(u64, u64, u64)>,
 }
 
 impl Source {
     /// The top halves (and, with `with_bottom`, the bottom halves) as
     /// interference.
     pub fn interferer(&self, with_bottom: bool) -> Option<Interferer> {
-        let (n, t, j) = self.arrivals.as_ref().ok()?;
         let cost = self.top_half + if with_bottom { self.bottom_half } else { 0 };
-        Some(Interferer::new(n.saturating_mul(cost), *t, *j))
+        self.scaled(cost)
     }
     /// The bottom halves alone.
     pub fn bottom_halves(&self) -> Option<Interferer> {
+        self.scaled(self.bottom_half)
+    }
+    fn scaled(&self, cost: u64) -> Option<Interferer> {
         let (n, t, j) = self.arrivals.as_ref().ok()?;
-        Some(Interferer::new(n.saturating_mul(self.bottom_half), *t, *j))
+        let i = Interferer::new(n.saturating_mul(cost), *t, *j);
+        Some(match self.alt {
+            Some((n2, t2, j2)) => i.or(n2.saturating_mul(cost), t2, j2),
+            None => i,
+        })
     }
 }
 
@@ -197,7 +207,7 @@ fn paced(
 
 /// The execution of one run of `program` in its task's thread: computes and
 /// `Omega_Main` per request (`None`: an endless loop).
-fn execution(cfg: &SimConfig, program: &[Phase]) -> Option<u64> {
+pub(crate) fn execution(cfg: &SimConfig, program: &[Phase]) -> Option<u64> {
     program.iter().try_fold(0u64, |acc, ph| {
         Some(acc.saturating_add(match ph {
             Phase::Compute { ns } => *ns,
@@ -231,16 +241,22 @@ fn usb_endpoint(bytes: u64, rate: u64) -> Result<(u64, u64, u64), String> {
 /// window `w` (the longest server period of the machine, the windows the
 /// RTAs look at); the error of the second when neither holds. Either is
 /// safe, so the choice only moves tightness.
+/// `(count, period, jitter)` arrivals, or why there are none.
+type Arrivals = Result<(u64, u64, u64), String>;
+
+/// With both bounds holding, the other one is kept too (`Source::alt`):
+/// the interference takes the smaller in every window.
 fn tighter(
     a: Result<(u64, u64, u64), String>,
     b: Result<(u64, u64, u64), String>,
     w: u64,
-) -> Result<(u64, u64, u64), String> {
+) -> (Arrivals, Option<(u64, u64, u64)>) {
     let eta = |(n, t, j): (u64, u64, u64)| Interferer::new(n, t, j).demand(w);
     match (a, b) {
-        (Ok(x), Ok(y)) => Ok(if eta(x) < eta(y) { x } else { y }),
-        (Ok(x), Err(_)) => Ok(x),
-        (Err(_), y) => y,
+        (Ok(x), Ok(y)) if eta(x) < eta(y) => (Ok(x), Some(y)),
+        (Ok(x), Ok(y)) => (Ok(y), Some(x)),
+        (Ok(x), Err(_)) => (Ok(x), None),
+        (Err(_), y) => (y, None),
     }
 }
 
@@ -295,18 +311,21 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                     dev.cpu,
                     *isr,
                     *dsr,
-                    if *min_interarrival > 0 {
-                        Ok((1, *min_interarrival, 0))
-                    } else {
-                        Err("a zero minimum inter-arrival time".into())
-                    },
+                    (
+                        if *min_interarrival > 0 {
+                            Ok((1, *min_interarrival, 0))
+                        } else {
+                            Err("a zero minimum inter-arrival time".into())
+                        },
+                        None,
+                    ),
                 ),
                 DeviceKind::Nic {
                     arrival,
                     top_half,
                     bottom_half,
                     ..
-                } => (dev.cpu, *top_half, *bottom_half, nic(arrival)),
+                } => (dev.cpu, *top_half, *bottom_half, (nic(arrival), None)),
                 // one request at a time (FIFO): completions `latency` apart
                 DeviceKind::Disk {
                     latency,
@@ -342,7 +361,7 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                     // an echo endpoint completes when data comes back:
                     // only its own transfer time bounds it
                     let arrivals = match echo_of {
-                        Some(_) => own,
+                        Some(_) => (own, None),
                         None => tighter(own, requested(cfg, d), w),
                     };
                     (
@@ -353,12 +372,14 @@ pub fn sources(cfg: &SimConfig) -> Vec<Source> {
                     )
                 }
             };
+            let (arrivals, alt) = arrivals;
             Source {
                 device: d,
                 cpu,
                 top_half: top,
                 bottom_half: bottom,
                 arrivals,
+                alt,
             }
         })
         .collect()
@@ -374,10 +395,17 @@ pub fn is_background(release: &Release, program: &[Phase]) -> bool {
 /// The longest period a PIBS I/O VCPU `s` may inherit: the Main VCPUs of
 /// the tasks that use its classes (consumers and requesters).
 pub fn served_period(cfg: &SimConfig, s: usize) -> u64 {
+    served_periods(cfg, s).into_iter().max().unwrap_or(0)
+}
+
+/// Every period a PIBS I/O VCPU `s` may inherit (QUEST-VCPU Alg. 10): the
+/// periods of the Main VCPUs of the tasks that use its classes (consumers
+/// and requesters), in any order.
+pub fn served_periods(cfg: &SimConfig, s: usize) -> Vec<u64> {
     let classes: Vec<usize> = (0..cfg.classes.len())
         .filter(|&k| cfg.classes[k].iovcpu == Some(s))
         .collect();
-    let mut t = 0u64;
+    let mut out = Vec::new();
     for (ti, task) in cfg.tasks.iter().enumerate() {
         let uses = classes.iter().any(|&k| {
             cfg.classes[k].consumer == Some(ti)
@@ -389,11 +417,11 @@ pub fn served_period(cfg: &SimConfig, s: usize) -> u64 {
         });
         if uses {
             if let Some((_, p, _, _)) = crate::system::budget_of(&cfg.servers[task.server].policy) {
-                t = t.max(p);
+                out.push(p);
             }
         }
     }
-    t
+    out
 }
 
 /// `quest-no-iovcpu`: the bottom halves that run in server `s` (those of

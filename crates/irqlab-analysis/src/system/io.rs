@@ -15,12 +15,16 @@
 //! 3. **top half**: the fixed-priority RTA of the top half with every other
 //!    top half of its CPU above it (`arrivals`);
 //! 4. **eligibility**: the class's PIBS I/O VCPU may still be ineligible
-//!    after serving this task's previous request: at most `ceil(Omega_IO /
-//!    U) + 1` ns (QUEST-VCPU Alg. 7 line 5, rounded up once per advance);
+//!    after serving this task's previous request: at most `ceil(u / U) +
+//!    1` ns with `u` its `Omega_IO` and the top halves charged to it while
+//!    it ran (QUEST-VCPU
+//!    Alg. 7 line 5, rounded up once per advance; top halves are charged to
+//!    whatever runs, the I/O VCPU included);
 //! 5. **bottom half**: `Omega_IO` at the Main VCPU's inherited period
 //!    (QUEST-VCPU Alg. 10), the RTA with the CPU's top halves, the other
-//!    I/O VCPUs at `U (w + 2 T)` (QUEST-VCPU Eq. 3) and every Main VCPU at
-//!    or above that period interfering.
+//!    I/O VCPUs that can inherit that period or a shorter one at their
+//!    derived window bound (`irqlab_analysis::pibs` P1, P2) and every Main
+//!    VCPU at or above that period interfering.
 //!
 //! `Omega_Main` (USB-DIFFSERV Eq. 1) runs in the task's own thread after
 //! the wake-up: it is the task's execution, not the read's latency. The
@@ -47,8 +51,11 @@
 //! Design principle: every term names where it comes from, and a read
 //! without a bound says why instead of guessing one.
 
-use crate::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
-use crate::system::arrivals::{requests, served_period, Source, ONCE};
+use crate::pibs;
+use crate::rta::{
+    analyse_over, analyse_supplied, Analysed, Interferer, Origin, Supply, SupplyBound, Terms,
+};
+use crate::system::arrivals::{requests, served_periods, Source, ONCE};
 use crate::system::{budget_of, TaskBound};
 use irqlab_system::config::{DeviceKind, InterruptPath, Phase, PolicyCfg, Release, SimConfig};
 use serde::Serialize;
@@ -101,20 +108,150 @@ pub(crate) fn top_halves(
         .collect()
 }
 
-/// The PIBS I/O VCPUs of CPU `c` on `quest`: `(server, U (w + 2 T))` with
-/// `T` the longest period each may inherit (QUEST-VCPU Eq. 3).
-pub(crate) fn pibs_interference(cfg: &SimConfig, c: usize) -> Vec<(usize, Interferer)> {
+/// A PIBS I/O VCPU of a CPU as interference (`irqlab_analysis::pibs`).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct PibsLoad {
+    pub server: usize,
+    /// P2: the shortest period it may inherit; it preempts only entities
+    /// of that key or a larger one.
+    pub t_min: u64,
+    /// P1: `U (w + T + D - C_max)`; `None`: no bound on its chunks (the
+    /// entities it can preempt then have none either).
+    pub interferer: Option<Interferer>,
+    /// P3: its work, the bottom halves of its classes' devices, each
+    /// `(n C_bh, T, J + Delta)` with `Delta` its work's busy period over
+    /// its own supply; `None` without one.
+    pub work: Option<Vec<Interferer>>,
+}
+
+impl PibsLoad {
+    /// Its interference on an entity of key `k`: none below P2's reach,
+    /// else the smaller of P1 and P3 in a window `k` (both are sound: the
+    /// choice only moves tightness); without a bound, the whole CPU.
+    pub fn on(&self, k: u64) -> Vec<Interferer> {
+        if self.t_min > k {
+            return Vec::new();
+        }
+        let p1 = self.interferer.map(|i| vec![i]);
+        match (p1, &self.work) {
+            (Some(a), Some(b)) => {
+                if crate::rta::demand(b, k) < crate::rta::demand(&a, k) {
+                    b.clone()
+                } else {
+                    a
+                }
+            }
+            (Some(a), None) => a,
+            (None, Some(b)) => b.clone(),
+            (None, None) => vec![Interferer::new(1, 1, 0)],
+        }
+    }
+}
+
+/// P3 (`PibsLoad::work`): an I/O VCPU executes only its classes' bottom
+/// halves. While it has work its chunks of `C_max` come at least every `T`
+/// (`V_e += used / U`, `used <= C_max`, plus 1 ns of rounding) and end
+/// within `D` of their due time, so it supplies its work like S1 with `(C
+/// = C_max, T + 1, R = D + 1)`; every unit of work completes within the
+/// busy period `Delta` of that work (with the top halves charged to it)
+/// over that supply; so a window `w`
+/// holds at most the work that arrived in `w + Delta` before it ends: each
+/// device's bottom halves with jitter `J + Delta`.
+fn pibs_work(
+    cfg: &SimConfig,
+    sources: &[Source],
+    irq: &[Interferer],
+    s: usize,
+    c_max: u64,
+    t_max: u64,
+    d: u64,
+) -> Option<Vec<Interferer>> {
+    let mut work = Vec::new();
+    for src in sources {
+        let class = cfg.devices.get(src.device)?.class;
+        if cfg.classes.get(class).and_then(|k| k.iovcpu) == Some(s) {
+            work.push(src.bottom_halves()?);
+        }
+    }
+    pibs::work_interferers(c_max, t_max, d, &work, irq)
+}
+
+/// The PIBS I/O VCPUs of CPU `c` on `quest`, each with P1 (its
+/// consumption in a window, from `D`, the time a chunk takes at its
+/// lowest inheritable priority with the CPU's top halves, the servers of
+/// shorter periods and the other I/O VCPUs above it: `pibs::
+/// chunk_responses`) and P2 (the shortest period it may inherit).
+pub(crate) fn pibs_interference(cfg: &SimConfig, sources: &[Source], c: usize) -> Vec<PibsLoad> {
     if cfg.path != InterruptPath::Quest {
         return Vec::new();
     }
-    (0..cfg.servers.len())
-        .filter(|&s| cfg.servers[s].cpu == c)
-        .filter_map(|s| match cfg.servers[s].policy {
-            PolicyCfg::Pibs { num, den, .. } => {
-                let t = served_period(cfg, s);
-                (t > 0).then(|| (s, Interferer::new(num, den, 2 * t)))
+    let irq = top_halves(sources, c, false, None).ok();
+    let mut ios = Vec::new();
+    let mut ids = Vec::new();
+    for s in (0..cfg.servers.len()).filter(|&s| cfg.servers[s].cpu == c) {
+        let PolicyCfg::Pibs { num, den, .. } = cfg.servers[s].policy else {
+            continue;
+        };
+        let periods = served_periods(cfg, s);
+        let (Some(&t_min), Some(&t_max)) = (periods.iter().min(), periods.iter().max()) else {
+            continue; // never inherits a period: never has a budget
+        };
+        let mut hp = irq.clone().unwrap_or_default();
+        for (o, sc) in cfg.servers.iter().enumerate() {
+            if o == s || sc.cpu != c {
+                continue;
             }
-            _ => None,
+            let key = match sc.policy {
+                PolicyCfg::Cbs { .. } => Some(0),
+                PolicyCfg::Pibs { .. } => None,
+                PolicyCfg::Unbounded {} => {
+                    // a plain thread above it: no budget to bound it by
+                    if sc.rank.unwrap_or(u64::MAX) < t_max {
+                        hp.push(Interferer::new(1, 1, 0));
+                    }
+                    None
+                }
+                _ => budget_of(&sc.policy).map(|(_, t, _, _)| sc.rank.unwrap_or(t)),
+            };
+            if let (Some(k), Some((b, t, j, _))) = (key, budget_of(&sc.policy)) {
+                // an I/O VCPU ranks before a Main VCPU of its own period
+                if k < t_max {
+                    hp.push(Interferer::new(b, t, j));
+                }
+            }
+        }
+        ios.push(pibs::IoVcpu {
+            num,
+            den,
+            t_max,
+            t_min,
+            hp,
+        });
+        ids.push(s);
+    }
+    let ds = pibs::chunk_responses(&ios, ONCE / 1024);
+    ios.iter()
+        .zip(ids)
+        .zip(ds)
+        .map(|((v, server), d)| PibsLoad {
+            server,
+            t_min: v.t_min,
+            interferer: match (&irq, d) {
+                (Some(_), Some(d)) => Some(pibs::interferer(v.num, v.den, v.t_max, d)),
+                _ => None,
+            },
+            work: match (&irq, d) {
+                (Some(irq), Some(d)) => pibs_work(
+                    cfg,
+                    sources,
+                    irq,
+                    server,
+                    pibs::c_max(v.num, v.den, v.t_max),
+                    v.t_max,
+                    d,
+                ),
+                _ => None,
+            },
         })
         .collect()
 }
@@ -246,19 +383,17 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
             "Omega_IO {bottom} ns exceeds the I/O VCPU's C_max = U T = {num}/{den} x {t_main} ns"
         ));
     }
-    // 4: eligibility, rounded up once per advance
-    let eligibility =
-        u64::try_from((u128::from(bottom) * u128::from(den)).div_ceil(u128::from(num.max(1))))
-            .unwrap_or(u64::MAX)
-            .saturating_add(1);
     // 5: the bottom half at the inherited period
     let c = cfg.servers[io].cpu;
-    let mut hp = top_halves(sources, c, false, None)?;
+    let irq = top_halves(sources, c, false, None)?;
+    let mut hp = irq.clone();
+    // the other I/O VCPUs that can inherit a period at or above this one
+    // (ties count: two I/O VCPUs of one key go by id)
     hp.extend(
-        pibs_interference(cfg, c)
+        pibs_interference(cfg, sources, c)
             .into_iter()
-            .filter(|&(s, _)| s != io)
-            .map(|(_, i)| i),
+            .filter(|p| p.server != io)
+            .flat_map(|p| p.on(t_main)),
     );
     for sc in cfg.servers.iter().filter(|sc| sc.cpu == c) {
         if sc.rank.is_some() {
@@ -267,14 +402,24 @@ fn terms(cfg: &SimConfig, sources: &[Source], ti: usize, d: usize) -> Result<IoT
                 sc.name
             ));
         }
-        // Main VCPUs at or above the inherited period (ties count)
+        // Main VCPUs above the inherited period (an I/O VCPU ranks before a
+        // Main VCPU of its own period: the core's `tie`)
         if let Some((b, t, j, _)) = budget_of(&sc.policy) {
-            if t <= t_main {
+            if t < t_main {
                 hp.push(Interferer::new(b, t, j));
             }
         }
     }
     let bottom_half = response(bottom, &hp).ok_or("the bottom half has no bound on its CPU")?;
+    // 4: eligibility, rounded up once per advance: the previous request's
+    // chunk used its `Omega_IO` plus the top halves charged to the I/O VCPU
+    // while it ran (top halves are charged to whatever runs), each advancing
+    // V_e by used / U (QUEST-VCPU Alg. 7 line 5)
+    let used = bottom.saturating_add(crate::rta::demand(&irq, bottom_half));
+    let eligibility =
+        u64::try_from((u128::from(used) * u128::from(den)).div_ceil(u128::from(num.max(1))))
+            .unwrap_or(u64::MAX)
+            .saturating_add(1);
     Ok(IoTerms {
         device,
         moderation,
@@ -374,7 +519,7 @@ fn response(c: u64, hp: &[Interferer]) -> Option<u64> {
 }
 
 /// The I/O VCPU `io` serves task `ti` alone: one request outstanding.
-fn exclusive(cfg: &SimConfig, ti: usize, io: usize) -> Result<(), String> {
+pub(crate) fn exclusive(cfg: &SimConfig, ti: usize, io: usize) -> Result<(), String> {
     let mine = |k: usize| cfg.classes.get(k).is_some_and(|c| c.iovcpu == Some(io));
     for (k, class) in cfg.classes.iter().enumerate().filter(|&(k, _)| mine(k)) {
         if class.consumer.is_some_and(|c| c != ti) {
@@ -563,7 +708,7 @@ pub(crate) fn segmented_row(
     sources: &[Source],
     i: usize,
     hp: &[Interferer],
-    sup: &Supply,
+    sup: &dyn SupplyBound,
     row: &mut TaskBound,
 ) {
     let (Some(period), Some(deadline)) = (row.period, row.deadline) else {
@@ -574,11 +719,11 @@ pub(crate) fn segmented_row(
         return;
     }
     let rta = |c: u64| {
-        analyse_supplied(
+        analyse_over(
             Analysed::new(c, ONCE, 0),
             hp,
             Origin::Arrival,
-            deadline,
+            deadline.saturating_mul(crate::system::REPORT),
             Terms::ALL,
             sup,
         )
@@ -591,8 +736,15 @@ pub(crate) fn segmented_row(
     match segmented(cfg, sources, i, &rta) {
         Ok((bound, exec)) => {
             row.wcet = Some(exec);
+            row.response = Some(bound);
+            row.terms = crate::system::ranked(vec![
+                crate::system::Term::new("execution", exec),
+                crate::system::Term::new(
+                    "suspensions, supply and interference",
+                    bound.saturating_sub(exec),
+                ),
+            ]);
             if bound <= deadline {
-                row.response = Some(bound);
                 row.schedulable = true;
             } else {
                 row.note = Some(format!(
@@ -602,4 +754,52 @@ pub(crate) fn segmented_row(
         }
         Err(why) => row.note = Some(format!("no bound: {why}")),
     }
+}
+
+/// A job's one suspension, for S2 (`irqlab_analysis::server`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Suspension {
+    None,
+    Read(usize),
+    Sleep(u64),
+}
+
+/// The job of task `ti` as S2 sees it: `(c0, suspension, c1)`, computes
+/// (loops of computes included), at most one read or sleep, computes;
+/// `Omega_Main` of the read belongs to `c1`. `None` for any other shape.
+pub(crate) fn one_suspension(cfg: &SimConfig, ti: usize) -> Option<(u64, Suspension, u64)> {
+    let (mut c0, mut sus, mut c1) = (0u64, Suspension::None, 0u64);
+    for ph in &cfg.tasks[ti].program {
+        let run = match ph {
+            Phase::Compute { ns } => *ns,
+            Phase::Loop {
+                count: Some(_),
+                body,
+            } if !suspends(body) && !body.iter().any(|p| matches!(p, Phase::Bind { .. })) => {
+                crate::system::arrivals::execution(cfg, std::slice::from_ref(ph))?
+            }
+            Phase::Io { device } if sus == Suspension::None => {
+                sus = Suspension::Read(*device);
+                cfg.devices.get(*device)?.omega_main
+            }
+            Phase::Sleep { ns } if sus == Suspension::None => {
+                sus = Suspension::Sleep(*ns);
+                0
+            }
+            _ => return None,
+        };
+        if matches!(ph, Phase::Io { .. }) || sus != Suspension::None {
+            c1 = c1.saturating_add(run);
+        } else {
+            c0 = c0.saturating_add(run);
+        }
+    }
+    Some((c0, sus, c1))
+}
+
+/// The execution of task `ti`'s job in its thread (computes and
+/// `Omega_Main` per read; reads' latencies and sleeps are suspensions).
+pub(crate) fn execution(cfg: &SimConfig, ti: usize) -> Result<u64, String> {
+    crate::system::arrivals::execution(cfg, &cfg.tasks[ti].program)
+        .ok_or_else(|| "an endless loop".into())
 }

@@ -4,33 +4,42 @@
 //! (the fixed-priority RTA of `crate::rta`, top halves
 //! included); per task its response over its server's supply.
 //!
-//! The mapping (docs/analysis.md states every condition):
+//! The mapping (docs/analysis.md states every condition; the equations
+//! are `crate::server` S1-S3, `crate::pibs` P1-P3, `crate::suspension` J1):
 //! * top halves run at arrival and are charged to whatever runs: on every
 //!   CPU they are the highest-priority interference, for servers and for
-//!   the tasks inside them (the supply a server gives its tasks is its
-//!   periodic-resource sbf minus the top halves that land in it);
-//!   arrival bounds come from `arrivals`;
+//!   the tasks inside them (they take the server's budget too); arrival
+//!   bounds come from `arrivals` (a device with two sound bounds keeps
+//!   both, `rta::Interferer::or`);
 //! * `linux`: bottom halves run in softirq context at IRQ exit or in
 //!   ksoftirqd; wherever they run, counting each as interference above
 //!   every task is safe (a softirq preempts everything; a ksoftirqd below a
 //!   task only helps it);
 //! * `quest-no-iovcpu`: a class's bottom halves run on a thread above every
 //!   task of the consumer's Main VCPU: interference inside that VCPU;
-//! * `quest`: bottom halves run on the class's PIBS I/O VCPU, which may
-//!   inherit any served Main VCPU's period: it counts above every Main VCPU
-//!   of its CPU, at `U (w + 2 T)` in a window `w` (budget `C_max = U T` for
-//!   the longest inherited period `T`, replenished at rate `U`: QUEST-VCPU
-//!   Alg. 7-10, Eq. 3);
+//! * `quest`: bottom halves run on the class's PIBS I/O VCPU, which runs at
+//!   the period it inherits (QUEST-VCPU Alg. 10): it counts only above the
+//!   Main VCPUs of a period at least its shortest inheritable one (P2), by
+//!   the smaller of P1 (`U (w + T + D - C_max)`, `D` its chunks' response
+//!   at its lowest inheritable priority) and P3 (its work with the work's
+//!   busy period as jitter);
 //! * servers: sporadic `(C, T)` interferes as a periodic task, deferrable
 //!   and polling ones with release jitter `T - C`, SCHED_DEADLINE (CBS)
 //!   servers, above every fixed-priority server, with jitter `P - Q`; a
-//!   server passing its RTA (`R <= T`) supplies `sbf(T, C)` (a polling
-//!   server, which loses its budget when idle, `C` later); CBS servers
-//!   pass the sufficient EDF test `(1 - sum Q/P - U_irq) P_min >= sum C_irq`;
-//! * tasks: periodic compute-only tasks in a budgeted server get the FP RTA
-//!   over the server's sbf (`rta::Supply::Periodic`); in an unbounded
-//!   (SCHED_FIFO) server the FP RTA on the CPU, every more urgent entity
-//!   interfering. Everything else says why it has no bound.
+//!   server's response `R` is reported past its period too; one passing
+//!   (`R <= T`) supplies S1, the blackout `(T - C) + (R - C)` (polling `T +
+//!   R - C`); CBS servers pass the sufficient EDF test `(1 - sum Q/P -
+//!   U_irq) P_min >= sum C_irq` and supply the periodic resource;
+//! * tasks, most urgent first: a task alone in a sporadic server (computes,
+//!   at most one read or sleep, computes) gets S2, its job's FP RTA at the
+//!   server's priority; the periodic tasks of a sporadic server that
+//!   never runs out (S3) their FP RTA at its priority; others
+//!   the FP RTA over S1 (or the CBS server's periodic resource), a job that
+//!   reads or sleeps segment by segment; in an unbounded (SCHED_FIFO)
+//!   server the FP RTA on the CPU. A more urgent task that suspends
+//!   interferes as J1 (`(E, T, R - E)`) once bounded within its period. A
+//!   bound above the deadline is still reported (not `schedulable`) with
+//!   its `terms`; everything else says why it has no bound.
 //!
 //! Design principles: the equations live in `irqlab_analysis`; this module
 //! maps the configuration onto them and never invents a bound.
@@ -43,10 +52,15 @@ pub mod io;
 pub use hypervisor::hypervisor_bounds;
 
 use crate::quest;
-use crate::rta::{analyse_supplied, Analysed, Interferer, Origin, Supply, Terms};
+use crate::rta::{
+    analyse_over, analyse_supplied, Analysed, Interferer, Origin, Supply, SupplyBound, Terms,
+};
+use crate::server::{own_response, OwnJob, OwnSupply, Replenish};
+use crate::suspension::jitter_interferer;
 use crate::system::arrivals::{bottom_halves_in, is_background, requests, Source};
 use crate::system::io::{
-    pibs_interference, read_latency, segmented_row, suspends, task_demand, top_halves, IoBound,
+    execution, one_suspension, pibs_interference, read_latency, segmented_row, suspends,
+    task_demand, top_halves, IoBound, PibsLoad, Suspension,
 };
 use irqlab_system::config::{InterruptPath, PolicyCfg, SimConfig};
 use irqlab_system::SystemError;
@@ -106,8 +120,12 @@ pub struct ServerBound {
     pub policy: &'static str,
     pub budget: Option<u64>,
     pub period: Option<u64>,
-    /// Time to receive its budget (RTA), `None` above its period.
+    /// Time to receive its budget (RTA), also past its period (then not
+    /// `schedulable`); `None` without a bound.
     pub response: Option<u64>,
+    /// S1's blackout `B` of the supply it gives its tasks (`(T - C) + (R -
+    /// C)`, polling `T + R - C`), when it receives its budget in time.
+    pub blackout: Option<u64>,
     pub equation: &'static str,
     pub schedulable: bool,
     pub note: Option<String>,
@@ -121,10 +139,71 @@ pub struct TaskBound {
     pub wcet: Option<u64>,
     pub period: Option<u64>,
     pub deadline: Option<u64>,
+    /// The bound, also above the deadline (then not `schedulable`).
     pub response: Option<u64>,
     pub equation: String,
     pub schedulable: bool,
     pub note: Option<String>,
+    /// What the bound is made of, largest first.
+    pub terms: Vec<Term>,
+}
+
+/// One term of a bound.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Term {
+    pub name: String,
+    pub ns: u64,
+}
+
+impl Term {
+    pub fn new(name: &str, ns: u64) -> Term {
+        Term {
+            name: name.into(),
+            ns,
+        }
+    }
+}
+
+/// Sort terms largest first.
+pub(crate) fn ranked(mut v: Vec<Term>) -> Vec<Term> {
+    v.retain(|t| t.ns > 0);
+    v.sort_by_key(|t| std::cmp::Reverse(t.ns));
+    v
+}
+
+/// A bound above its deadline is still computed up to this many
+/// deadlines (or periods), so it can be reported.
+pub(crate) const REPORT: u64 = 64;
+
+/// What the tasks of a server run on.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(crate) enum TaskSupply {
+    Full,
+    /// A CBS server's periodic resource.
+    Prm(Supply),
+    /// A budgeted fixed-priority server's supply from its own response
+    /// (S1, `irqlab_analysis::server`).
+    Own(OwnSupply),
+    /// A sporadic server that never runs out of budget (S3): the CPU at
+    /// the server's priority.
+    NoStall,
+}
+
+impl SupplyBound for TaskSupply {
+    fn time_to(&self, x: u64) -> u64 {
+        match self {
+            TaskSupply::Full | TaskSupply::NoStall => x,
+            TaskSupply::Prm(s) => s.time_to(x),
+            TaskSupply::Own(s) => s.time_to(x),
+        }
+    }
+    fn rate(&self) -> f64 {
+        match self {
+            TaskSupply::Full | TaskSupply::NoStall => 1.0,
+            TaskSupply::Prm(s) => s.rate(),
+            TaskSupply::Own(s) => s.rate(),
+        }
+    }
 }
 
 fn bad(path: &str, value: impl std::fmt::Display, rule: &str) -> SystemError {
@@ -281,11 +360,8 @@ fn cpu_bounds(
         .filter(|&s| cfg.servers[s].cpu == c)
         .collect();
 
-    // PIBS I/O VCPUs: U (w + 2 T) above every Main VCPU of the CPU
-    let pibs: Vec<Interferer> = pibs_interference(cfg, c)
-        .into_iter()
-        .map(|(_, i)| i)
-        .collect();
+    // PIBS I/O VCPUs: P1 at the keys they can inherit (P2)
+    let pibs: Vec<PibsLoad> = pibs_interference(cfg, sources, c);
     // QUEST-VCPU Eq. 1
     let eq1 = (!linux).then(|| {
         let main: Vec<(u64, u64)> = server_ids
@@ -340,7 +416,7 @@ fn cpu_bounds(
     // interference on an FP entity of key `k` (server `me` excluded)
     let above = |me: usize, k: u64| -> Vec<Interferer> {
         let mut v = irq.clone();
-        v.extend(pibs.iter().copied());
+        v.extend(pibs.iter().filter(|p| p.server != me).flat_map(|p| p.on(k)));
         for &s in &server_ids {
             if s == me {
                 continue;
@@ -358,7 +434,7 @@ fn cpu_bounds(
     };
 
     let mut servers = Vec::new();
-    let mut supply: Vec<(usize, Result<Supply, String>)> = Vec::new();
+    let mut supply: Vec<(usize, Result<TaskSupply, String>)> = Vec::new();
     for &s in &server_ids {
         let sc = &cfg.servers[s];
         let (row, sup) = match (&sc.policy, budget_of(&sc.policy)) {
@@ -371,6 +447,7 @@ fn cpu_bounds(
                         budget: Some(q),
                         period: Some(p),
                         response: None,
+                        blackout: None,
                         equation: "EDF: (1 - sum Q/P - U_irq) P_min >= sum C_irq",
                         schedulable: ok,
                         note: (!ok).then(|| {
@@ -378,11 +455,11 @@ fn cpu_bounds(
                         }),
                     },
                     if ok {
-                        Ok(Supply::Periodic {
+                        Ok(TaskSupply::Prm(Supply::Periodic {
                             pi: p,
                             theta: q,
                             delay: 0,
-                        })
+                        }))
                     } else {
                         Err(format!("its server {} fails the EDF test", sc.name))
                     },
@@ -390,6 +467,8 @@ fn cpu_bounds(
             }
             (p, Some((b, t, _, policy))) => {
                 let k = fp_key(p, sc.rank).unwrap_or(0);
+                // its response, reported past its period too (up to
+                // `REPORT` periods)
                 let r = if note.is_some() {
                     None
                 } else {
@@ -397,14 +476,21 @@ fn cpu_bounds(
                         Analysed::new(b, t, 0),
                         &above(s, k),
                         Origin::Release,
-                        t,
+                        t.saturating_mul(REPORT),
                         Terms::ALL,
                         &Supply::Full,
                     )
                     .ok()
                     .map(|r| r.response)
                 };
-                let ok = (r.is_some() || b == 0) && note.is_none();
+                let within = r.filter(|&r| r <= t);
+                let ok = (within.is_some() || b == 0) && note.is_none();
+                let replenish = match policy {
+                    "deferrable" => Replenish::Deferrable,
+                    "polling" => Replenish::Polling,
+                    _ => Replenish::Sporadic,
+                };
+                let own = within.and_then(|r| OwnSupply::new(replenish, b, t, r.max(b)).ok());
                 (
                     ServerBound {
                         name: sc.name.clone(),
@@ -412,7 +498,9 @@ fn cpu_bounds(
                         budget: Some(b),
                         period: Some(t),
                         response: r,
-                        equation: "FP RTA (busy period) with top halves",
+                        blackout: own.map(|o| o.blackout()),
+                        equation: "FP RTA (busy period) with top halves and the I/O VCPUs \
+                                   that can inherit its priority",
                         schedulable: ok,
                         note: match (&note, ok) {
                             (Some(n), _) => Some(n.clone()),
@@ -422,12 +510,8 @@ fn cpu_bounds(
                             _ => None,
                         },
                     },
-                    if ok && b > 0 {
-                        Ok(Supply::Periodic {
-                            pi: t,
-                            theta: b,
-                            delay: if policy == "polling" { b } else { 0 },
-                        })
+                    if let (true, Some(own)) = (ok && b > 0, own) {
+                        Ok(TaskSupply::Own(own))
                     } else {
                         Err(format!(
                             "its server {} does not receive its budget within its period",
@@ -443,7 +527,9 @@ fn cpu_bounds(
                     budget: None,
                     period: None,
                     response: None,
-                    equation: "QUEST-VCPU Eq. 3: U (w + 2 T) above every Main VCPU",
+                    blackout: None,
+                    equation: "P1: U (w + D - C_max) + C_max at the priorities it can inherit \
+                               (P2; QUEST-VCPU Alg. 7-10)",
                     schedulable: true,
                     note: Some(format!("I/O VCPU, U = {num}/{den}")),
                 },
@@ -456,6 +542,7 @@ fn cpu_bounds(
                     budget: None,
                     period: None,
                     response: None,
+                    blackout: None,
                     equation: "fixed priority (no budget)",
                     schedulable: true,
                     note: None,
@@ -465,7 +552,7 @@ fn cpu_bounds(
                         "the background-mode server {} may run above it",
                         cfg.servers[b].name
                     )),
-                    None => Ok(Supply::Full),
+                    None => Ok(TaskSupply::Full),
                 },
             ),
         };
@@ -473,9 +560,53 @@ fn cpu_bounds(
         supply.push((s, sup));
     }
 
-    // tasks
+    // tasks, most urgent first (a suspending task's bound is its jitter
+    // on the tasks below it: J1)
+    let mut order: Vec<usize> = (0..cfg.tasks.len())
+        .filter(|&i| supply.iter().any(|(s, _)| *s == cfg.tasks[i].server))
+        .collect();
+    order.sort_by_key(|&i| {
+        let sc = &cfg.servers[cfg.tasks[i].server];
+        (
+            fp_key(&sc.policy, sc.rank).unwrap_or(0),
+            std::cmp::Reverse(cfg.tasks[i].priority),
+        )
+    });
+    let mut bounds: Vec<Option<u64>> = vec![None; cfg.tasks.len()];
+    // the interference of task `k` on the tasks below it: J1 when it
+    // suspends and has a bound within its period, else its whole job as
+    // execution (suspension-oblivious)
+    let as_hp = |k: usize, bounds: &[Option<u64>]| -> Result<Interferer, String> {
+        let o = &cfg.tasks[k];
+        if suspends(&o.program) {
+            if let (Some(r), irqlab_system::config::Release::Periodic { period, .. }) =
+                (bounds[k], &o.release)
+            {
+                if r <= *period {
+                    let e = execution(cfg, k)?;
+                    if let Some(j) = jitter_interferer(e, *period, r) {
+                        return Ok(j);
+                    }
+                }
+            }
+        }
+        task_demand(cfg, sources, k).map(|(w, p, _)| Interferer::new(w, p, 0))
+    };
+    // S3: sporadic servers whose compute-only periodic tasks never let
+    // them run out of budget; their tasks get the FP RTA at the server's
+    // priority
+    let no_stall: Vec<usize> = supply
+        .iter()
+        .filter_map(|(s, sup)| match sup {
+            Ok(TaskSupply::Own(own)) => {
+                never_runs_out(cfg, sources, *s, own, &above, &irq).then_some(*s)
+            }
+            _ => None,
+        })
+        .collect();
     let mut rows = Vec::new();
-    for (i, t) in cfg.tasks.iter().enumerate() {
+    for i in order {
+        let t = &cfg.tasks[i];
         let Some((_, sup)) = supply.iter().find(|(s, _)| *s == t.server) else {
             continue;
         };
@@ -491,6 +622,7 @@ fn cpu_bounds(
             equation: String::new(),
             schedulable: false,
             note: None,
+            terms: Vec::new(),
         };
         if is_background(&t.release, &t.program) {
             row.schedulable = true;
@@ -544,8 +676,8 @@ fn cpu_bounds(
             if k == i || o.server != t.server || o.priority < t.priority {
                 continue;
             }
-            match task_demand(cfg, sources, k) {
-                Ok((w, p, _)) => hp.push(Interferer::new(w, p, 0)),
+            match as_hp(k, &bounds) {
+                Ok(x) => hp.push(x),
                 Err(_) => {
                     row.note = Some(format!("{} above it has no arrival bound", o.name));
                     break;
@@ -556,12 +688,72 @@ fn cpu_bounds(
             rows.push((i, row));
             continue;
         }
-        if cfg.path == InterruptPath::QuestNoIovcpu {
-            hp.extend(bottom_halves_in(cfg, t.server, sources));
+        let in_server: Vec<Interferer> = if cfg.path == InterruptPath::QuestNoIovcpu {
+            bottom_halves_in(cfg, t.server, sources)
+        } else {
+            Vec::new()
+        };
+        hp.extend(in_server.iter().copied());
+        let k = fp_key(&sc.policy, sc.rank).unwrap_or(u64::MAX);
+        // S2: the task alone in a sporadic server
+        let alone = !cfg
+            .tasks
+            .iter()
+            .enumerate()
+            .any(|(o, x)| o != i && x.server == t.server);
+        // (nothing else in the server: no bottom halves run in it)
+        if let (true, TaskSupply::Own(own), true) = (
+            alone && deadline <= period && in_server.is_empty(),
+            sup,
+            matches!(
+                sc.policy,
+                PolicyCfg::Sporadic {
+                    background: false,
+                    ..
+                }
+            ),
+        ) {
+            // an I/O VCPU serving this task alone runs only while it waits
+            // for its read: it never preempts the task's runs
+            let mut above_me = above(t.server, k);
+            for p in pibs
+                .iter()
+                .filter(|p| crate::system::io::exclusive(cfg, i, p.server).is_ok())
+            {
+                for x in p.on(k) {
+                    if let Some(pos) = above_me.iter().position(|y| *y == x) {
+                        above_me.remove(pos);
+                    }
+                }
+            }
+            if let Some(b) = s2_row(
+                cfg, sources, i, &own, period, deadline, &above_me, &irq, &in_server,
+            ) {
+                row.wcet = Some(b.1);
+                row.equation = b.2.into();
+                row.response = Some(b.0);
+                row.schedulable = b.0 <= deadline;
+                row.terms = b.3;
+                if !row.schedulable {
+                    row.note = Some(format!("its bound {} ns exceeds its deadline", b.0));
+                }
+                bounds[i] = Some(b.0);
+                rows.push((i, row));
+                continue;
+            }
         }
+        let sup = if no_stall.contains(&t.server) {
+            TaskSupply::NoStall
+        } else {
+            sup
+        };
         let eq = match sup {
-            Supply::Full => {
-                let k = fp_key(&sc.policy, sc.rank).unwrap_or(u64::MAX);
+            TaskSupply::NoStall => {
+                hp.extend(above(t.server, k));
+                "S3: FP RTA at the server's priority (its tasks never let it run out of budget: \
+                 sum E ceil((T + R) / T_i) + top halves < C)"
+            }
+            TaskSupply::Full => {
                 hp.extend(above(t.server, k));
                 // unbounded servers of the CPU at or above its rank: their
                 // tasks interfere
@@ -575,8 +767,8 @@ fn cpu_bounds(
                         continue;
                     }
                     if fp_key(&os.policy, os.rank).unwrap_or(u64::MAX) <= k {
-                        match task_demand(cfg, sources, k2) {
-                            Ok((w, p, _)) => hp.push(Interferer::new(w, p, 0)),
+                        match as_hp(k2, &bounds) {
+                            Ok(x) => hp.push(x),
                             Err(_) => {
                                 row.note =
                                     Some(format!("{} above it has no arrival bound", o.name));
@@ -586,9 +778,14 @@ fn cpu_bounds(
                 }
                 "FP RTA (busy period) on the CPU, interrupt work and more urgent entities above"
             }
-            Supply::Periodic { .. } => {
+            TaskSupply::Prm(_) => {
                 hp.extend(irq.iter().copied());
                 "FP RTA over the server's sbf (periodic resource), top halves charged to it"
+            }
+            TaskSupply::Own(_) => {
+                hp.extend(irq.iter().copied());
+                "FP RTA over the server's supply from its own response (S1: blackout (T - C) + \
+                 (R - C)), top halves charged to it"
             }
         };
         row.equation = eq.into();
@@ -598,20 +795,40 @@ fn cpu_bounds(
         }
         if suspends(&t.program) {
             segmented_row(cfg, sources, i, &hp, &sup, &mut row);
+            if row.schedulable {
+                bounds[i] = row.response;
+            }
             rows.push((i, row));
             continue;
         }
-        match analyse_supplied(
+        match analyse_over(
             Analysed::new(wcet, period, 0),
             &hp,
             Origin::Release,
-            deadline,
+            deadline.saturating_mul(REPORT),
             Terms::ALL,
             &sup,
         ) {
             Ok(r) => {
+                let blackout = match sup {
+                    TaskSupply::Own(o) => o.blackout(),
+                    _ => 0,
+                };
                 row.response = Some(r.response);
-                row.schedulable = true;
+                row.schedulable = r.response <= deadline;
+                row.terms = ranked(vec![
+                    Term::new("execution", wcet),
+                    Term::new("supply blackout", blackout),
+                    Term::new(
+                        "interference",
+                        r.response.saturating_sub(wcet).saturating_sub(blackout),
+                    ),
+                ]);
+                if row.schedulable {
+                    bounds[i] = Some(r.response);
+                } else {
+                    row.note = Some(format!("its bound {} ns exceeds its deadline", r.response));
+                }
             }
             Err(e) => row.note = Some(format!("exceeds its deadline ({e})")),
         }
@@ -628,4 +845,180 @@ fn cpu_bounds(
         },
         rows,
     )
+}
+
+/// S2 for task `i`, alone in the sporadic server `own`: `(bound,
+/// execution, equation, terms)`, `None` when a condition fails (the caller
+/// uses S1).
+#[allow(clippy::too_many_arguments)]
+fn s2_row(
+    cfg: &SimConfig,
+    sources: &[Source],
+    i: usize,
+    own: &OwnSupply,
+    period: u64,
+    deadline: u64,
+    above_server: &[Interferer],
+    irq: &[Interferer],
+    in_server: &[Interferer],
+) -> Option<(u64, u64, &'static str, Vec<Term>)> {
+    let (c0, sus, c1) = one_suspension(cfg, i)?;
+    let suspension = match sus {
+        Suspension::None => 0,
+        Suspension::Sleep(ns) => ns,
+        Suspension::Read(d) => read_latency(cfg, sources, i, d).latency?,
+    };
+    let (head, demand) = match sus {
+        Suspension::None => (0, c0.saturating_add(c1)),
+        _ => (c0, c1),
+    };
+    let mut hp = above_server.to_vec();
+    hp.extend(in_server.iter().copied());
+    // what runs inside the server's budget while the job runs: top halves
+    // (charged to whatever runs) and, on quest-no-iovcpu, its bottom halves
+    let mut charged = irq.to_vec();
+    charged.extend(in_server.iter().copied());
+    let job = OwnJob {
+        head,
+        suspension,
+        demand,
+        min_interarrival: period,
+    };
+    let b = own_response(
+        own.budget,
+        own.period,
+        job,
+        &hp,
+        &charged,
+        deadline.saturating_mul(REPORT),
+    );
+    let b = b.ok()?;
+    let terms = ranked(vec![
+        Term::new("read or sleep bound", suspension),
+        Term::new(
+            "run after the suspension (FP RTA at the server's priority)",
+            b.last_chunk,
+        ),
+        Term::new(
+            "earlier runs and budget periods",
+            b.response
+                .saturating_sub(b.last_chunk)
+                .saturating_sub(suspension),
+        ),
+    ]);
+    Some((
+        b.response,
+        c0.saturating_add(c1),
+        "S2: the task alone in its sporadic server: FP RTA of its job at the server's priority \
+         (r(c0) + L + r(c1); beyond one budget (k - 1) T + r(last))",
+        terms,
+    ))
+}
+
+/// S3 for server `s` (`irqlab_analysis::server::never_depleted`): every
+/// task of it periodic (a suspending one with its deadline and its
+/// segmented bound within its period), nothing else in it (no bottom
+/// halves), and `sum E ceil((T + R) / T_i) + top halves in T < C` with
+/// each `R` the FP RTA at the server's priority (segment by segment for a
+/// job that suspends) and `E` its execution.
+fn never_runs_out(
+    cfg: &SimConfig,
+    sources: &[Source],
+    s: usize,
+    own: &OwnSupply,
+    above: &dyn Fn(usize, u64) -> Vec<Interferer>,
+    irq: &[Interferer],
+) -> bool {
+    let sc = &cfg.servers[s];
+    if cfg.path == InterruptPath::QuestNoIovcpu
+        || !matches!(
+            sc.policy,
+            PolicyCfg::Sporadic {
+                background: false,
+                ..
+            }
+        )
+    {
+        return false;
+    }
+    let k = fp_key(&sc.policy, sc.rank).unwrap_or(u64::MAX);
+    let mine: Vec<usize> = (0..cfg.tasks.len())
+        .filter(|&i| cfg.tasks[i].server == s)
+        .collect();
+    let mut clients = Vec::new();
+    for &i in &mine {
+        let t = &cfg.tasks[i];
+        let irqlab_system::config::Release::Periodic {
+            period: p,
+            deadline,
+            ..
+        } = t.release
+        else {
+            return false;
+        };
+        // its execution (a suspending job's computes and Omega_Main)
+        let e = if suspends(&t.program) {
+            if deadline.unwrap_or(p) > p {
+                return false;
+            }
+            match execution(cfg, i) {
+                Ok(e) => e,
+                Err(_) => return false,
+            }
+        } else {
+            match task_demand(cfg, sources, i) {
+                Ok((e, _, _)) => e,
+                Err(_) => return false,
+            }
+        };
+        let mut hp = above(s, k);
+        for &o in mine
+            .iter()
+            .filter(|&&o| o != i && cfg.tasks[o].priority >= t.priority)
+        {
+            match task_demand(cfg, sources, o) {
+                Ok((w, q, _)) => hp.push(Interferer::new(w, q, 0)),
+                Err(_) => return false,
+            }
+        }
+        let r = if suspends(&t.program) {
+            // segment by segment at the server's priority, one job at a time
+            let rta = |c: u64| {
+                analyse_supplied(
+                    Analysed::new(c, arrivals::ONCE, 0),
+                    &hp,
+                    Origin::Arrival,
+                    p,
+                    Terms::ALL,
+                    &Supply::Full,
+                )
+                .ok()
+                .map(|r| r.response)
+            };
+            match crate::system::io::segmented(cfg, sources, i, &rta) {
+                Ok((b, _)) if b <= p => b,
+                _ => return false,
+            }
+        } else {
+            match analyse_supplied(
+                Analysed::new(e, p, 0),
+                &hp,
+                Origin::Release,
+                p,
+                Terms::ALL,
+                &Supply::Full,
+            ) {
+                Ok(r) => r.response,
+                Err(_) => return false,
+            }
+        };
+        clients.push((e, p, r));
+    }
+    !clients.is_empty()
+        && crate::server::never_depleted(
+            own.budget,
+            own.period,
+            &clients,
+            crate::rta::demand(irq, own.period),
+        )
 }
