@@ -305,8 +305,8 @@ pub fn setup_usb(
 pub fn usb_call(k: &mut Kernel, f: &crate::cpu::TrapFrame, now: u64) {
     let Some(t) = k.current else { return };
     if f.rax == sched::CALL_DONE && f.rdi == u64::MAX {
-        // a spec task ran out of ops: its one job (a task released once) ends
-        if k.job_log.len() < sched::MAX_REQUESTS {
+        // a spec task ran out of ops: a task released once ends its one job
+        if f.rsi == 1 && k.job_log.len() < sched::MAX_REQUESTS {
             k.job_log.push((t, k.threads[t].job_release, now));
         }
         k.block(now, t);

@@ -358,8 +358,10 @@ pub extern "C" fn task_main(arg: u64) -> ! {
         }
         pc += 1;
     }
+    // A task released once (no `period` op) ends its one job here.
+    let once = !ops.iter().any(|o| matches!(o, Op::Period(_)));
     loop {
-        sched::kcall(sched::CALL_DONE, u64::MAX);
+        sched::kcall3(sched::CALL_DONE, u64::MAX, u64::from(once), 0);
     }
 }
 

@@ -63,6 +63,11 @@ READY_BELOW_NS = 50_000
 MIN_REQUEST_NS = 25_000
 #: Payload bytes of one read: one 64-byte FTDI packet less its 2 status bytes.
 PACKET_PAYLOAD = 62
+#: A request whose completion reached the top half later than this after
+#: its TRB was queued found no data in the device: with an always-ready
+#: feeder that means QEMU's main loop had not yet refilled the device from
+#: its file (host timing, outside the instruction count; normally 10-80 us).
+DATA_WAIT_NS = 200_000
 MAX_FDS = 8  # kernel/src/run.rs MAX_FDS
 MAX_CLASSES = 2  # kernel/src/usb.rs MAX_CLASSES
 MAX_RECORDS = 20_000  # kernel/src/sched.rs MAX_REQUESTS
@@ -80,8 +85,9 @@ class GuestUnavailable(OSError):
 
 
 def _no(field_: str, value: Any, why: str) -> GuestUnsupported:
-    v = "" if value is None else f" {value}"
-    return GuestUnsupported(f"{field_}:{v}: {why}")
+    if value is None:
+        return GuestUnsupported(f"{field_}: {why}")
+    return GuestUnsupported(f"{field_}: {value}: {why}")
 
 
 def _t(ns: int) -> str:
@@ -118,7 +124,7 @@ def lower(cfg: dict[str, Any], duration_ns: int | None = None) -> Plan:
     ``cfg`` of a model (``irqlab.model.load(path).sim_config``)."""
     dur = int(duration_ns if duration_ns is not None else cfg["duration"])
     notes: list[str] = []
-    if cfg.get("path") != "quest":
+    if cfg.get("path", "quest") != "quest":
         raise _no("machine.path", cfg.get("path"),
                   "the guest kernel runs the quest path only (bottom halves on I/O VCPUs)")
     if cfg.get("cpus", 1) != 1:
@@ -277,7 +283,8 @@ def lower(cfg: dict[str, Any], duration_ns: int | None = None) -> Plan:
             raise _no(f"tasks[{i}].program", "[]", "a task with nothing to do")
         lines.append(f"task {name} {servers[srv]['name']} {int(t.get('priority', 1))} "
                      + " ".join(ops))
-        tasks.append({"name": t["name"], "period": period, "deadline": deadline})
+        jobs = rel.get("jobs") if rel["kind"] == "periodic" else None
+        tasks.append({"name": t["name"], "period": period, "deadline": deadline, "jobs": jobs})
     lines.append(f"run {_t(dur)}")
     return Plan("\n".join(lines) + "\n", dur, devs, kinds, tasks, cmdline, notes)
 
@@ -549,6 +556,8 @@ def metrics(g: GuestRun, cfg: dict[str, Any]) -> dict[str, Any]:
             unfinished = 0
         else:
             released = (dur + t["period"] - 1) // t["period"]
+            if t["jobs"] is not None:
+                released = min(released, int(t["jobs"]))
             late = sum(1 for x in resp if x > t["deadline"])
             unfinished = sum(1 for k in range(len(js), released)
                              if t0 + k * t["period"] + t["deadline"] < end)
@@ -563,6 +572,8 @@ def metrics(g: GuestRun, cfg: dict[str, Any]) -> dict[str, Any]:
         mine = [r for r in reqs if int(r["fd"]) == d["fd"]]
         lat = [int(r["resumed_ns"]) - int(r["submit_ns"]) + d["omega_main"] for r in mine]
         handling = [int(r["done_ns"]) - int(r["irq_ns"]) for r in mine]
+        waits = sum(1 for r in mine
+                    if int(r["irq_ns"]) - int(r["submit_ns"]) > DATA_WAIT_NS)
         nbytes = int(f.get("bytes", 0))
         ev = sum(int(f.get(f"{k}{i}", 0)) for k in ("events", "out_events") for i in range(3))
         thr = nbytes * 1e9 / dur if dur > 0 else 0.0
@@ -570,7 +581,10 @@ def metrics(g: GuestRun, cfg: dict[str, Any]) -> dict[str, Any]:
                         "handled": int(f.get("completed", 0)) + int(f.get("writes", 0)),
                         "dropped": 0, "bytes": nbytes, "throughput_bytes_per_s": thr,
                         "throughput_windows_bytes_per_s": [thr], "latency": dist(lat),
-                        "handling": dist(handling)})
+                        "handling": dist(handling),
+                        # beyond the simulator's fields: requests whose data was not
+                        # there when queued (TRB queued -> top half > DATA_WAIT_NS)
+                        "data_waits": waits})
     servers = []
     for s in plan.servers:
         if s["kind"] == "sporadic":
