@@ -359,9 +359,13 @@ class _Feeder(threading.Thread):
     def run(self) -> None:
         chunk = PACKET_PAYLOAD
         data = pattern(self.fd, 251 * chunk)
-        try:
-            f = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-        except OSError:
+        f = -1
+        while f < 0 and not self.stop.is_set():
+            try:  # ENXIO until QEMU has opened the FIFO's reading end
+                f = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError:
+                self.stop.wait(0.01)
+        if f < 0:
             return
         t0 = time.monotonic()
         try:
@@ -451,6 +455,12 @@ def run(plan: Plan, *, workdir: Path | None = None, extra_cmdline: list[str] | N
             args += ["-chardev", f"pipe,id=s{d['fd']},path={base}",
                      "-device", f"usb-serial,chardev=s{d['fd']},bus=xhci.0"]
         sleep = "on" if paced else "off"
+        if paced:
+            plan.notes.append(
+                "paced devices are fed at the model's rate in host time, and QEMU runs with "
+                "-icount sleep=on (an idle guest's clock follows the host's): emulated time "
+                "runs at the host's only while the guest idles, so the rate the guest sees "
+                "(its throughput) differs from the model's and the run is not deterministic")
         dur_s = plan.duration_ns / 1e9
         if timeout_s is None:
             timeout_s = 60 + 60 * dur_s * max(1, len(plan.devices))

@@ -122,6 +122,24 @@ def test_omega_io_is_spent_in_the_bottom_half(kernel: Path) -> None:
     assert io_low_busy(0) < 20 * 300_000 // 10
 
 
+@needs_qemu
+def test_a_slow_device_is_fed_at_its_rate(kernel: Path) -> None:
+    """A device whose model rate delivers a request slower than the guest's
+    request path is fed through a FIFO at that rate (host time): its 20
+    requests complete, each one packet, and the notes say the run is not
+    deterministic. The always-ready device beside it is unchanged."""
+    cfg = _small()
+    cfg["devices"][1]["rate"] = 6_200  # a 62-byte request every 10 ms
+    g = guest.run(guest.lower(cfg))
+    assert g.feeders == {"ttyUSB0": "always ready",
+                         "ttyUSB1": "paced at 6,200 B/s of host time (FIFO)"}
+    m = guest.metrics(g, cfg)
+    dev = {d["name"]: d for d in m["devices"]}
+    assert dev["ttyUSB1"]["handled"] == 20 and dev["ttyUSB1"]["bytes"] == 20 * 62
+    assert dev["ttyUSB0"]["handled"] == 10
+    assert any("not deterministic" in n for n in m["guest"]["notes"])
+
+
 @pytest.mark.parametrize(("change", "field"), [
     (lambda c: c.update(path="linux"), "machine.path: linux"),
     (lambda c: c.update(cpus=2), "machine.cpus: 2"),
