@@ -577,11 +577,15 @@ def metrics(g: GuestRun, cfg: dict[str, Any]) -> dict[str, Any]:
                       "response": dist(resp),
                       "completions_ns": [e - t0 for _, e in js][:10_000]})
     devices = []
+    stages: dict[str, dict[str, Any]] = {}
     for d in plan.devices:
         f = fds.get(d["fd"], {})
         mine = [r for r in reqs if int(r["fd"]) == d["fd"]]
         lat = [int(r["resumed_ns"]) - int(r["submit_ns"]) + d["omega_main"] for r in mine]
         handling = [int(r["done_ns"]) - int(r["irq_ns"]) for r in mine]
+        stages[d["name"]] = {
+            f"{a}_to_{b}": dist([int(r[f"{b}_ns"]) - int(r[f"{a}_ns"]) for r in mine])
+            for a, b in (("submit", "irq"), ("irq", "bh"), ("bh", "done"), ("done", "resumed"))}
         waits = sum(1 for r in mine
                     if int(r["irq_ns"]) - int(r["submit_ns"]) > DATA_WAIT_NS)
         nbytes = int(f.get("bytes", 0))
@@ -620,6 +624,9 @@ def metrics(g: GuestRun, cfg: dict[str, Any]) -> dict[str, Any]:
                   "cmdline": " ".join(plan.cmdline), "feeders": g.feeders,
                   "records_truncated": truncated, "notes": plan.notes,
                   "budget": budget_rows(con),
+                  # per device, each request's path in four stages: TRB queued ->
+                  # top half -> bottom half starts -> bottom half done -> task resumed
+                  "stages": stages,
                   "interrupters": [{k: r[k] for k in ("intr", "vector", "msix_irqs",
                                                       "transfer_events")}
                                    for r in records(con, "intr")]},

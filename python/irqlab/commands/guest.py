@@ -94,6 +94,11 @@ def run(args: argparse.Namespace) -> int:
         _table(cfg, sim.metrics, met, args.out)
     else:
         _guest_only(met)
+    for name, st in met["guest"]["stages"].items():
+        if st["submit_to_irq"]["count"]:
+            print(f"  guest {name}: TRB queued -> top half -> bottom half -> done -> task, "
+                  "mean (max): " + ", ".join(f"{_us(v['mean_ns'])} ({_us(v['max_ns'])})"
+                                             for v in st.values()))
     bad = guest.budget_violations(met["guest"]["budget"], served_fraction=0.0)
     for b in bad:
         print(f"  budget: {b}")
