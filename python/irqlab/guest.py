@@ -546,7 +546,11 @@ def metrics(g: GuestRun, cfg: dict[str, Any]) -> dict[str, Any]:
     if not rel:
         raise GuestUnavailable("the guest printed no release line (not a run=spec console)")
     t0 = int(rel[0]["released_ns"])
-    end = int(records(con, "end")[0]["now_ns"])
+    ends = records(con, "end")
+    if not ends or not records(con, "sched:"):
+        tail = "; ".join(con.strip().splitlines()[-3:])[-400:]
+        raise GuestUnavailable(f"the guest did not finish its run: {tail}")
+    end = int(ends[0]["now_ns"])
     dur = end - t0
     sched = records(con, "sched:")[0]
     vcpu = {v["name"]: v for v in records(con, "vcpu")}
