@@ -427,15 +427,17 @@ pub fn setup(k: &mut Kernel, s: &Spec) -> Result<(), String> {
         k.threads[th].job_release = start;
         k.wake(start, th, None);
     }
-    // A Main VCPU whose tasks never block is CPU-bound (the per-period check).
+    // A Main VCPU with a task that never blocks (compute steps in a loop)
+    // is always backlogged from the release on, so its replenishments fall
+    // on `start + kT`: CPU-bound for the per-period check, whatever its
+    // other tasks do (a reader in it blocks, the VCPU does not idle).
     for (name, v) in &main_of {
-        let blocks = s
-            .tasks
-            .iter()
-            .filter(|t| &t.vcpu == name)
-            .any(|t| t.ops.iter().any(|o| !matches!(o, Op::Compute(_) | Op::Loop)));
-        let has = s.tasks.iter().any(|t| &t.vcpu == name);
-        k.vcpus[*v].cpu_bound = has && !blocks;
+        let never_blocks = s.tasks.iter().filter(|t| &t.vcpu == name).any(|t| {
+            t.ops.contains(&Op::Loop) && t.ops.iter().all(|o| matches!(o, Op::Compute(_) | Op::Loop))
+        });
+        k.vcpus[*v].cpu_bound = never_blocks;
+        // its periods start at the release (created earlier, it idled until then)
+        k.vcpus[*v].r0 = start;
     }
     Ok(())
 }

@@ -21,11 +21,13 @@ its falsifiers, judged on the guest's numbers: the one-interrupter spike
 the low tasks get a second interrupter, and the two-interrupter isolation
 (max within 150-400 us) must break with one interrupter. The simulator's
 figures for the same configurations and duration are printed next to the
-guest's. A Main-VCPU check completes it: the CPU-bound medium VCPU, under
-the overload of the I/O, receives its budget in every period (at least 90 %
-of C -- the rest are the traps charged to it -- and at most C + 50 us),
-measured by the guest against its TSC; its falsifier is the kernel run
-without budget enforcement (``falsify=no-enforce``).
+guest's. A Main-VCPU check completes it: the two-interrupter system with a
+CPU-bound task below the reader in every Main VCPU, so that each VCPU is
+overloaded (always backlogged), under the same I/O; every VCPU receives its
+budget in every period (C within 50 us, both sides, with the kernel's trap
+time excluded from the servers: ``charge=system``), measured by the guest
+against its TSC; its falsifier is the kernel run without budget enforcement
+(``falsify=no-enforce``).
 
 A guest run is deterministic (always-ready inputs, -icount sleep=off), so
 each distinct system runs once (memoized on its spec); the quick run is
@@ -56,8 +58,6 @@ FALSIFIERS = {
     "no-enforce": "the kernel without budget enforcement (falsify=no-enforce)",
 }
 SYSTEMS = ("quest-1-interrupter", "quest-2-interrupters", "quest-1-interrupter, servable")
-#: The Main-VCPU check's VCPU: the CPU-bound medium task's (1 ms / 15 ms).
-CHECKED_VCPU = "medium"
 
 
 def _guest(cfg: dict[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -86,14 +86,35 @@ def measure(duration: int, falsifier: str | None, gst: Any = None, sim: Any = si
         out["sim"][s] = high_latency(sim(cfg))
         if s == "quest-1-interrupter":
             out["status"] = m["guest"]["status"]
-    # the Main-VCPU check: the overloaded one-interrupter system
-    extra = ("falsify=no-enforce",) if f == "no-enforce" else ()
-    m = gst(config("quest-1-interrupter", duration), extra)
-    out["budget"] = next(v for v in m["guest"]["budget"] if v["name"] == CHECKED_VCPU)
+    # the Main-VCPU check: the one-interrupter system, every Main VCPU overloaded
+    extra = ("charge=system", *(("falsify=no-enforce",) if f == "no-enforce" else ()))
+    m = gst(overloaded(duration), extra)
+    rows = m["guest"]["budget"]
+    out["budget"] = {v["name"]: v for v in rows}
     from irqlab.guest import budget_violations
 
-    out["budget_violations"] = budget_violations(m["guest"]["budget"])
+    out["budget_violations"] = budget_violations(rows)
     return out
+
+
+def overloaded(duration: int) -> dict[str, Any]:
+    """The two-interrupter system with a CPU-bound task below the reader (or
+    the medium task) in every Main VCPU: each VCPU always has work, so it is
+    backlogged from the release on and must get exactly its budget in every
+    period -- no more (enforcement) and no less (it is served: 42 % of Main
+    budgets, the high class's 2 %, the low class's I/O VCPU and the kernel's
+    own time fit the CPU). With one interrupter they do not: the shared 50 %
+    I/O VCPU runs at the high task's inherited 10 ms period, above the low
+    VCPUs, and with the kernel's 19 % the last two low VCPUs go short (the
+    CPU is overcommitted, docs/kernel.md)."""
+    cfg = config("quest-2-interrupters", duration)
+    mains = [i for i, s in enumerate(cfg["servers"]) if s["policy"] == "sporadic"]
+    cfg["tasks"] = [*cfg["tasks"], *(
+        {"name": f"hog.{cfg['servers'][i]['name']}", "server": i, "priority": 0,
+         "release": {"kind": "once"},
+         "program": [{"op": "loop", "body": [{"op": "compute", "ns": 10 * MS}]}]}
+        for i in mains)]
+    return cfg
 
 
 def _memo_guest() -> Any:
@@ -130,7 +151,10 @@ def judge(st: dict[str, Any]) -> list[Check]:
     q1, q2, q1s = (g[s] for s in SYSTEMS)
     s1, s2 = st["sim"]["quest-1-interrupter"], st["sim"]["quest-2-interrupters"]
     b = st["budget"]
-    c = b["budget_ns"]
+    worst_max = max(v["period_max_ns"] / v["budget_ns"] for v in b.values())
+    worst_min = min(v["period_min_ns"] / v["budget_ns"] for v in b.values())
+    periods = sum(v["periods"] for v in b.values())
+    cpu_bound = sum(v["cpu_bound"] for v in b.values())
     st1 = q1["stages"]
     guest_note = ("the guest's high request, stage by stage (mean / max, us): TRB queued -> "
                   "top half {:.0f} / {:.0f}, -> its bottom half {:.0f} / {:.0f} (behind the low "
@@ -159,17 +183,22 @@ def judge(st: dict[str, Any]) -> list[Check]:
         within("guest, two interrupters: unaffected by the other tasks (max, us)",
                "as Fig. 10 (~240)", q2["max"], 150, 400,
                shown=f"{q2['max']:.0f} (sim {s2['max']:.0f})", falsifier=FALSIFIERS["one"]),
-        within(f"guest, Main VCPU {CHECKED_VCPU} (CPU-bound, C = {c / MS:g} ms) under the I/O "
-               "overload: most CPU time in a period / C", "C per period (QUEST-VCPU §3)",
-               b["period_max_ns"] / c, 0.9, 1 + 50_000 / c,
-               shown=f"{b['period_max_ns'] / c:.3f} over {b['periods']} periods",
-               falsifier=FALSIFIERS["no-enforce"]),
-        within(f"guest, Main VCPU {CHECKED_VCPU}: least CPU time in a period / C (it receives "
-               "its budget)", "C per period", b["period_min_ns"] / c, 0.9, 1 + 50_000 / c,
-               shown=f"{b['period_min_ns'] / c:.3f}", falsifier=FALSIFIERS["no-enforce"],
-               note="the guest's own accounting (TSC, from the trap return that dispatched the "
-                    "thread to the next trap); the traps and top halves that interrupt it are "
-                    "charged to it, hence below 1"),
+        within("guest, every Main VCPU overloaded (a CPU-bound task below its reader) under "
+               "the two interrupters' I/O: most CPU time in a period / C, worst VCPU",
+               "C per period (QUEST-VCPU §3)", worst_max, 0.95, 1.05,
+               shown=f"{worst_max:.3f} ({cpu_bound} CPU-bound VCPUs, {periods} periods)",
+               falsifier=FALSIFIERS["no-enforce"],
+               note="C within the enforcement tolerance of 50 us (C = 1 ms), both sides; "
+                    "the kernel's trap time excluded from the servers (charge=system)"),
+        within("guest, every Main VCPU overloaded: least CPU time in a period / C, worst "
+               "VCPU (each receives its budget)", "C per period", worst_min, 0.95, 1.05,
+               shown=f"{worst_min:.3f}", falsifier=FALSIFIERS["no-enforce"],
+               note="the guest's own accounting (TSC, from the trap return that dispatched a "
+                    "thread to the next trap), with the kernel's trap time excluded from the "
+                    "servers (charge=system, Scheduler::exclude), so that what the core charges "
+                    "is what the guest measures; with the traps charged to the server they "
+                    "interrupt (the kernel's default) a VCPU whose reader makes kernel calls "
+                    "gets 68-80 % of C of its own time"),
         exact("guest: every Main VCPU within its budget (violations of the per-period and "
               "sliding-window checks)", 0, len(st["budget_violations"]), 0,
               shown="; ".join(st["budget_violations"]) or "none",
@@ -186,10 +215,13 @@ def table(st: dict[str, Any]) -> str:
             v = st[src][s]
             rows.append(f"{s:<32} {src:>6} {v['mean']:8.1f} {v['std']:8.1f} {v['min']:8.1f} "
                         f"{v['p99']:8.1f} {v['max']:8.1f}")
-    b = st["budget"]
-    rows.append(f"Main VCPU {b['name']} (C {b['budget_ns']} ns / T {b['period_ns']} ns, guest): "
-                f"{b['period_min_ns']}-{b['period_max_ns']} ns per period over "
-                f"{b['periods']} periods, at most {b['window_max_ns']} ns in a sliding T")
+    rows.append("Main VCPUs, each overloaded (guest accounting, charge=system, two "
+                "interrupters' I/O): "
+                "C / T, CPU time per period min-max, most in a sliding T (ns)")
+    for v in st["budget"].values():
+        rows.append(f"  {v['name']:<8} {v['budget_ns']} / {v['period_ns']}: "
+                    f"{v['period_min_ns']}-{v['period_max_ns']} over {v['periods']} periods"
+                    f"{'' if v['cpu_bound'] else ' (not CPU-bound)'}, {v['window_max_ns']}")
     waits = {s: st["guest"][s]["data_waits"] for s in SYSTEMS}
     rows.append("guest: emulated time (QEMU TCG, -icount shift=2); sim: irqlab-sim, same "
                 "configuration and duration; requests that found their device empty (host "
