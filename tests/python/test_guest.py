@@ -99,6 +99,20 @@ def test_guest_writes_metrics_that_report_reads(kernel: Path, tmp_path: Path,
     assert cmp["clock"] == "emulated" and any(r["name"] == "ttyUSB0" for r in cmp["rows"])
 
 
+@needs_qemu
+def test_compare_guest_flags_the_gaps(kernel: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """`irqlab compare --guest`: bound | simulation | guest with compare's
+    tolerance; the low reader's bottom halves, 34 us dearer in the guest and
+    paced by PIBS at U = 10 %, put its latency beyond it (exit 1)."""
+    assert main(["compare", "usb-guest-small", "--guest", "--out", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "simulation       guest" in out
+    assert "- device ttyUSB1 latency p50: sim-vs-guest gap" in out, out
+    assert (tmp_path / "guest" / "metrics.json").exists()
+    assert (tmp_path / "simulation" / "metrics.json").exists()
+
+
 def _small() -> dict[str, Any]:
     return load(scenario_path("usb-guest-small")).sim_config
 

@@ -49,31 +49,42 @@ def _us(ns: float | None) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    rc, _ = guest_and_simulation(args.model, args.duration, args.out, check=args.check,
+                                 simulate=not args.no_simulate, report=args.report)
+    return rc
+
+
+def guest_and_simulation(model: str, duration_text: str | None, out: Path, *,
+                         check: bool = False, simulate: bool = True,
+                         report: bool = False) -> tuple[int, list[str]]:
+    """``irqlab guest`` (and ``irqlab compare --guest``): the guest run, the
+    simulation and the table; returns the exit status (0 the kernel's
+    checks passed, 1 one failed) and the table's flags."""
     from irqlab import guest
     from irqlab.model import load
     from irqlab.runtime import model_path
 
     duration = None
-    if args.duration is not None:
+    if duration_text is not None:
         try:
-            duration = parse_duration(args.duration)
+            duration = parse_duration(duration_text)
         except ValueError as e:
             raise ValueError(f"--duration: {e}") from None
-    path = model_path(args.model)
+    path = model_path(model)
     loaded = load(path)
     cfg = dict(loaded.sim_config)
     if duration is not None:
         cfg["duration"] = duration
     plan = guest.lower(cfg)
-    if args.check:
+    if check:
         print(f"{path.name}: can run in the guest ({' '.join(plan.cmdline)})")
         print(plan.spec, end="")
         for n in plan.notes:
             print(f"  note: {n}")
-        return 0
-    if args.out.exists() and not args.out.is_dir():
-        raise ValueError(f"--out: {args.out} exists and is not a directory")
-    gdir = args.out / "guest"
+        return 0, []
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out: {out} exists and is not a directory")
+    gdir = out / "guest"
     g = guest.run(plan, workdir=gdir)
     met = guest.metrics(g, cfg)
     (gdir / "metrics.json").write_text(json.dumps(met, indent=1))
@@ -85,13 +96,14 @@ def run(args: argparse.Namespace) -> int:
     for d, how in g.feeders.items():
         print(f"  device {d}: {how}")
     sim = None
-    if not args.no_simulate:
-        from irqlab.sim import simulate, write_outputs
+    flags: list[str] = []
+    if simulate:
+        from irqlab.sim import simulate as simulate_cfg
+        from irqlab.sim import write_outputs
 
-        sim = simulate(cfg)
-        write_outputs(sim, args.out / "simulation", title=f"{path.name}: simulation",
-                      plots=False)
-        _table(cfg, sim.metrics, met, args.out)
+        sim = simulate_cfg(cfg)
+        write_outputs(sim, out / "simulation", title=f"{path.name}: simulation", plots=False)
+        flags = _table(cfg, sim.metrics, met, out)
     else:
         _guest_only(met)
     for name, st in met["guest"]["stages"].items():
@@ -105,14 +117,14 @@ def run(args: argparse.Namespace) -> int:
     for n in plan.notes:
         print(f"  note: {n}")
     print(f"  note: {met['clock_note']}")
-    if args.report and sim is not None:
+    if report and sim is not None:
         from irqlab.report import write_report
 
-        p = write_report([args.out / "simulation", gdir], args.out / "report.html",
+        p = write_report([out / "simulation", gdir], out / "report.html",
                          names=["simulation", "guest (emulated time)"])
         print(f"report: {p}")
     print(f"wrote {gdir / 'metrics.json'}")
-    return 0 if g.passed else 1
+    return (0 if g.passed else 1), flags
 
 
 def _guest_only(met: dict[str, Any]) -> None:
@@ -127,8 +139,10 @@ def _guest_only(met: dict[str, Any]) -> None:
               f"{_us(lat['p50_ns'])} max {_us(lat['max_ns'])}")
 
 
-def _table(cfg: dict[str, Any], sim: dict[str, Any], met: dict[str, Any], out: Path) -> None:
-    """bound | simulation | guest, with compare's rows and flags."""
+def _table(cfg: dict[str, Any], sim: dict[str, Any], met: dict[str, Any],
+           out: Path) -> list[str]:
+    """bound | simulation | guest, with compare's rows and flags; returns
+    the flags."""
     from irqlab.analysis import model_bounds
     from irqlab.compare import Tolerance, rows_of
 
@@ -159,5 +173,7 @@ def _table(cfg: dict[str, Any], sim: dict[str, Any], met: dict[str, Any], out: P
     doc = {"model": cfg.get("name"), "duration_ns": met["duration_ns"], "clock": "emulated",
            "tolerance_text": tol.describe(),
            "rows": [r.__dict__ for r in rows],
-           "flags": [f"{r.kind} {r.name} {r.metric}: {f}" for r in rows for f in r.flags]}
+           "flags": [f"{r.kind} {r.name} {r.metric}: {f.replace('real', 'guest')}"
+                     for r in rows for f in r.flags]}
     (out / "compare.json").write_text(json.dumps(doc, indent=1))
+    return doc["flags"]
