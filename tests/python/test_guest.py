@@ -177,6 +177,16 @@ def test_what_the_guest_cannot_run_is_refused_naming_the_field(change: Any, fiel
     assert msg.startswith(field + ": ") and "\n" not in msg, msg
 
 
+def test_accelerators() -> None:
+    """TCG with -icount (the default), KVM without it where hardware
+    virtualization is present (not testable here: docs/kernel.md)."""
+    assert guest.accel_args("tcg", False) == ["-accel", "tcg", "-icount", "shift=2,sleep=off"]
+    assert guest.accel_args("tcg", True)[-1] == "shift=2,sleep=on"
+    assert guest.accel_args("kvm", False) == ["-accel", "kvm", "-cpu", "host"]
+    with pytest.raises(ValueError, match="tcg or kvm"):
+        guest.accel_args("hvf", False)
+
+
 def test_refusal_is_one_line_on_the_command_line(tmp_path: Path,
                                                  capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["guest", str(scenario_path("control-and-flood")), "--check"]) == 2

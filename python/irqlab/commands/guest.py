@@ -41,6 +41,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="do not simulate the model for the side-by-side table")
     p.add_argument("--report", action="store_true",
                    help="also write DIR/report.html (simulation next to the guest)")
+    p.add_argument("--accel", choices=("tcg", "kvm"), default="tcg",
+                   help="QEMU accelerator: tcg with -icount (emulated time; the default) or "
+                        "kvm where hardware virtualization is present (host time)")
     p.set_defaults(func=run)
 
 
@@ -50,13 +53,14 @@ def _us(ns: float | None) -> str:
 
 def run(args: argparse.Namespace) -> int:
     rc, _ = guest_and_simulation(args.model, args.duration, args.out, check=args.check,
-                                 simulate=not args.no_simulate, report=args.report)
+                                 simulate=not args.no_simulate, report=args.report,
+                                 accel=args.accel)
     return rc
 
 
 def guest_and_simulation(model: str, duration_text: str | None, out: Path, *,
                          check: bool = False, simulate: bool = True,
-                         report: bool = False) -> tuple[int, list[str]]:
+                         report: bool = False, accel: str = "tcg") -> tuple[int, list[str]]:
     """``irqlab guest`` (and ``irqlab compare --guest``): the guest run, the
     simulation and the table; returns the exit status (0 the kernel's
     checks passed, 1 one failed) and the table's flags."""
@@ -85,13 +89,13 @@ def guest_and_simulation(model: str, duration_text: str | None, out: Path, *,
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out: {out} exists and is not a directory")
     gdir = out / "guest"
-    g = guest.run(plan, workdir=gdir)
+    g = guest.run(plan, workdir=gdir, accel=accel)
     met = guest.metrics(g, cfg)
     (gdir / "metrics.json").write_text(json.dumps(met, indent=1))
     (gdir / "config.json").write_text(json.dumps(cfg, indent=1))
     for f in gdir.glob("d*.in"):
         f.unlink()  # the feeders' files (regenerated from the pattern)
-    print(f"{path.name}: guest {met['duration_ns'] / 1e9:g} s of emulated time "
+    print(f"{path.name}: guest {met['duration_ns'] / 1e9:g} s of {met['clock']} time "
           f"({g.wall_s:.1f} s wall), kernel checks {met['guest']['status']}")
     for d, how in g.feeders.items():
         print(f"  device {d}: {how}")
@@ -121,7 +125,7 @@ def guest_and_simulation(model: str, duration_text: str | None, out: Path, *,
         from irqlab.report import write_report
 
         p = write_report([out / "simulation", gdir], out / "report.html",
-                         names=["simulation", "guest (emulated time)"])
+                         names=["simulation", f"guest ({met['clock']} time)"])
         print(f"report: {p}")
     print(f"wrote {gdir / 'metrics.json'}")
     return (0 if g.passed else 1), flags
