@@ -231,6 +231,9 @@ def lower(cfg: dict[str, Any], duration_ns: int | None = None) -> Plan:
                       "a usb-serial device returns the host's stream, not what was written")
         if d.get("cpu", 0) != 0:
             raise _no(f"devices[{i}].cpu", d["cpu"], "the guest kernel has one CPU")
+        if d.get("class") is None:
+            raise _no(f"devices[{i}].class", None,
+                      "the guest runs every bottom half in an I/O class (none is bound)")
         if len(devs) >= MAX_FDS:
             raise _no("devices", len(cfg["devices"]),
                       f"the guest reports at most {MAX_FDS} usb-serial devices")

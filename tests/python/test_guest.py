@@ -159,6 +159,7 @@ def test_a_slow_device_is_fed_at_its_rate(kernel: Path) -> None:
     (lambda c: c.update(cpus=2), "machine.cpus: 2"),
     (lambda c: c["devices"][0].update(kind="nic"), "devices[0].kind: nic"),
     (lambda c: c["devices"][1].update(echo_of=0), "devices[1].echo_of: 0"),
+    (lambda c: c["devices"][1].update({"class": None}), "devices[1].class"),
     (lambda c: c["xhci"][0]["interrupters"][1].update(moderation=125_000),
      "xhci[0].interrupters[1].moderation: 125000"),
     (lambda c: c["servers"][0].update(policy="deferrable"), "vcpus[0].policy: deferrable"),

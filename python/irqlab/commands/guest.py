@@ -1,5 +1,6 @@
-"""``irqlab guest MODEL.yaml [--duration D] [--out DIR] [--check] [--no-simulate] [--report]``:
-the model in the irqlab kernel under QEMU (``irqlab.guest``; docs/kernel.md).
+"""``irqlab guest MODEL.yaml [--duration D] [--out DIR] [--check] [--no-simulate] [--report]
+[--accel tcg|kvm]``: the model in the irqlab kernel under QEMU (``irqlab.guest``;
+docs/kernel.md).
 
 Lowers a ``quest`` model with ``xhci`` and ``usb`` devices to the kernel's
 ``run=spec`` workload, boots the kernel under QEMU TCG (``-icount``, always
@@ -10,8 +11,10 @@ console; unless ``--no-simulate``, also simulates the same model for the
 same duration into ``DIR/simulation/`` and prints bound | simulation |
 guest per task, device and server (``DIR/compare.json``; ``irqlab report
 DIR/simulation DIR/guest`` draws them side by side, ``--report`` writes
-``DIR/report.html``). ``--check`` prints the spec and starts nothing. A
-model the guest cannot run is refused naming the field (exit 2).
+``DIR/report.html``; ``irqlab compare MODEL --guest`` is the same with
+compare's exit status). ``--check`` prints the spec and starts nothing.
+``--accel kvm`` runs under KVM (host time) where hardware virtualization is
+present. A model the guest cannot run is refused naming the field (exit 2).
 
 Exit status: 0 when the kernel's own checks pass (budgets, I/O errors), 1
 when one failed (the metrics are written all the same), 2 for bad input.
