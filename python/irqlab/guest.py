@@ -64,9 +64,11 @@ MIN_REQUEST_NS = 25_000
 #: Payload bytes of one read: one 64-byte FTDI packet less its 2 status bytes.
 PACKET_PAYLOAD = 62
 #: A request whose completion reached the top half later than this after
-#: its TRB was queued found no data in the device: with an always-ready
-#: feeder that means QEMU's main loop had not yet refilled the device from
-#: its file (host timing, outside the instruction count; normally 10-80 us).
+#: its TRB was queued found no data in the device (or its interrupt was held
+#: off): with an always-ready feeder that means QEMU's main loop had not yet
+#: refilled the device from its file (host timing, outside the instruction
+#: count; normally 10-80 us; one such request in about 2 000 also happens
+#: deterministically, on an idle host).
 DATA_WAIT_NS = 200_000
 MAX_FDS = 8  # kernel/src/run.rs MAX_FDS
 MAX_CLASSES = 2  # kernel/src/usb.rs MAX_CLASSES

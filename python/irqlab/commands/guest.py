@@ -102,6 +102,12 @@ def guest_and_simulation(model: str, duration_text: str | None, out: Path, *,
           f"({g.wall_s:.1f} s wall), kernel checks {met['guest']['status']}")
     for d, how in g.feeders.items():
         print(f"  device {d}: {how}")
+    waits = sum(d["data_waits"] for d in met["devices"])
+    if waits:
+        print(f"  warning: {waits} request(s) found their device empty (TRB queued -> top "
+              f"half > {guest.DATA_WAIT_NS // 1000} us): QEMU's main loop lagged the guest, "
+              "as on a loaded host; a second run tells (on an idle host the records repeat "
+              "exactly)")
     sim = None
     flags: list[str] = []
     if simulate:

@@ -60,12 +60,38 @@ FALSIFIERS = {
 SYSTEMS = ("quest-1-interrupter", "quest-2-interrupters", "quest-1-interrupter, servable")
 
 
+#: Guest runs of one system at most, until two agree (see `_guest`).
+MAX_ATTEMPTS = 4
+
+
 def _guest(cfg: dict[str, Any], extra: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One guest run of a simulator configuration: its metrics."""
+    """A guest run of a simulator configuration that another run repeats
+    exactly: its metrics, with the attempts it took (`guest.attempts`).
+
+    With always-ready feeders under -icount sleep=off a run is deterministic
+    -- as long as QEMU's main loop keeps the devices fed; on a loaded host it
+    can lag, and a request then waits for its data in host time (measured:
+    up to 6 ms on one request with three QEMUs on this 2-CPU host, all in the
+    TRB queued -> top half stage). So the figures are taken from two runs
+    whose every request and job record agree; up to MAX_ATTEMPTS runs, then
+    the one with the fewest requests that found their device empty."""
     from irqlab import guest
 
-    g = guest.run(guest.lower(cfg), extra_cmdline=list(extra))
-    return guest.metrics(g, cfg)
+    plan = guest.lower(cfg)
+    seen: list[tuple[list[str], guest.GuestRun]] = []
+    for attempt in range(1, MAX_ATTEMPTS + 1):
+        g = guest.run(plan, extra_cmdline=list(extra))
+        sig = [ln for ln in g.console.splitlines() if ln.startswith(("req ", "job ", "vcpu "))]
+        for prev_sig, _ in seen:
+            if prev_sig == sig:
+                m = guest.metrics(g, cfg)
+                m["guest"]["attempts"], m["guest"]["agreed"] = attempt, True
+                return m
+        seen.append((sig, g))
+    ms = [guest.metrics(g, cfg) for _, g in seen]
+    best = min(ms, key=lambda m: sum(d["data_waits"] for d in m["devices"]))
+    best["guest"]["attempts"], best["guest"]["agreed"] = MAX_ATTEMPTS, False
+    return best
 
 
 def measure(duration: int, falsifier: str | None, gst: Any = None, sim: Any = simulate
@@ -141,6 +167,7 @@ def _latency(m: dict[str, Any]) -> dict[str, float]:
             "count": lat["count"],
             # requests (any device) whose data was not in the device when queued
             "data_waits": sum(d["data_waits"] for d in m["devices"]),
+            "attempts": m["guest"].get("attempts", 1), "agreed": m["guest"].get("agreed"),
             # the high request's path in the guest: mean and max per stage, us
             "stages": {k: (v["mean_ns"] / us, v["max_ns"] / us) for k, v in
                        m["guest"]["stages"][m["devices"][0]["name"]].items()}}
@@ -223,9 +250,11 @@ def table(st: dict[str, Any]) -> str:
                     f"{v['period_min_ns']}-{v['period_max_ns']} over {v['periods']} periods"
                     f"{'' if v['cpu_bound'] else ' (not CPU-bound)'}, {v['window_max_ns']}")
     waits = {s: st["guest"][s]["data_waits"] for s in SYSTEMS}
+    tries = {s: (st["guest"][s]["attempts"], st["guest"][s]["agreed"]) for s in SYSTEMS}
     rows.append("guest: emulated time (QEMU TCG, -icount shift=2); sim: irqlab-sim, same "
                 "configuration and duration; requests that found their device empty (host "
-                f"feed lag, any device): {waits}")
+                f"feed lag, any device): {waits}; guest runs until two agreed (runs, agreed): "
+                f"{tries}")
     return "\n".join(rows)
 
 
