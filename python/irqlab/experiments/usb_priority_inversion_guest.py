@@ -109,7 +109,9 @@ def measure(duration: int, falsifier: str | None, gst: Any = None, sim: Any = si
     for s, cfg in cfgs.items():
         m = gst(cfg, ())
         out["guest"][s] = _latency(m)
-        out["sim"][s] = high_latency(sim(cfg))
+        r = sim(cfg)
+        out["sim"][s] = {**high_latency(r),
+                         "histogram_ns": r.metrics["devices"][0]["latency"]["histogram_ns"]}
         if s == "quest-1-interrupter":
             out["status"] = m["guest"]["status"]
     # the Main-VCPU check: the one-interrupter system, every Main VCPU overloaded
@@ -164,7 +166,7 @@ def _latency(m: dict[str, Any]) -> dict[str, float]:
     us = 1_000
     return {"mean": lat["mean_ns"] / us, "std": lat["std_dev_ns"] / us,
             "min": lat["min_ns"] / us, "p99": lat["p99_ns"] / us, "max": lat["max_ns"] / us,
-            "count": lat["count"],
+            "count": lat["count"], "histogram_ns": lat["histogram_ns"],
             # requests (any device) whose data was not in the device when queued
             "data_waits": sum(d["data_waits"] for d in m["devices"]),
             "attempts": m["guest"].get("attempts", 1), "agreed": m["guest"].get("agreed"),
@@ -280,5 +282,21 @@ def run(out_dir: Path, *, quick: bool = False) -> Result:
                       for s in SYSTEMS for src in ("sim", "guest")},
                      title="High-priority read latency: simulation vs guest (emulated time)",
                      ylabel="us")
+    cdf = plots.lines(out_dir / "usb_priority_inversion_guest_cdf.png",
+                      {f"{s} ({src})": _cdf(stats[src][s]["histogram_ns"])
+                       for s in SYSTEMS[:2] for src in ("sim", "guest")},
+                      title="High-priority read latency CDF: simulation vs guest (emulated)",
+                      xlabel="latency (us)", ylabel="fraction of reads")
     data = {**stats, "duration_ns": duration, "clock": "emulated", "table_md": table_md(stats)}
-    return Result(NAME, checks, table(stats), [str(png)], data)
+    return Result(NAME, checks, table(stats), [str(png), str(cdf)], data)
+
+
+def _cdf(hist: list[list[int]]) -> tuple[list[float], list[float]]:
+    """A histogram_ns as CDF points: (upper edge in us, fraction at or below)."""
+    total = sum(h[2] for h in hist) or 1
+    xs, ys, acc = [], [], 0
+    for _lo, hi, n in hist:
+        acc += n
+        xs.append(hi / 1_000)
+        ys.append(acc / total)
+    return xs, ys
