@@ -242,6 +242,11 @@ pub extern "C" fn bottom_half(c: u64) -> ! {
     loop {
         if sched::kcall3(sched::CALL_BH_NEXT, c, &mut job as *mut _ as u64, 0) == 1 {
             crate::usb::ftdi_payload(&mut job);
+            // run=spec: the fd's own bottom-half work (the model's Omega_IO)
+            let cost = crate::spec::bh_cost(job.fd as usize);
+            if cost > 0 {
+                crate::spec::compute(cost);
+            }
             sched::kcall3(sched::CALL_BH_DONE, &job as *const _ as u64, 0, 0);
         }
     }
@@ -300,7 +305,10 @@ pub fn setup_usb(
 pub fn usb_call(k: &mut Kernel, f: &crate::cpu::TrapFrame, now: u64) {
     let Some(t) = k.current else { return };
     if f.rax == sched::CALL_DONE && f.rdi == u64::MAX {
-        // a spec task ran out of ops
+        // a spec task ran out of ops: a task released once ends its one job
+        if f.rsi == 1 && k.job_log.len() < sched::MAX_REQUESTS {
+            k.job_log.push((t, k.threads[t].job_release, now));
+        }
         k.block(now, t);
         crate::spec::task_done(k, now);
         return;

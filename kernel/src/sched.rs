@@ -177,6 +177,9 @@ pub struct Kernel {
     /// Every I/O request (thread, timestamps, time the thread resumed), up
     /// to `MAX_REQUESTS` (run=spec prints them).
     pub requests: Vec<(usize, Mark, u64)>,
+    /// Every job that ended (`CALL_PERIOD`): thread, release, end, up to
+    /// `MAX_REQUESTS` (run=spec prints them).
+    pub job_log: Vec<(usize, u64, u64)>,
     fx_init: [u8; 512],
 }
 
@@ -247,6 +250,7 @@ pub fn init(no_enforce: bool, strict: bool) {
             latency: Vec::new(),
             latency_fd: Vec::new(),
             requests: Vec::new(),
+            job_log: Vec::new(),
             fx_init,
         })
     };
@@ -530,6 +534,9 @@ pub fn call(k: &mut Kernel, f: &mut TrapFrame, now: u64) -> bool {
             th.frame.rax = th.run_ns + now.saturating_sub(k.since);
         }
         CALL_PERIOD => {
+            if k.job_log.len() < MAX_REQUESTS {
+                k.job_log.push((t, k.threads[t].job_release, now));
+            }
             let th = &mut k.threads[t];
             th.jobs.record(Nanos(now.saturating_sub(th.job_release)));
             th.job_release = th.job_release.saturating_add(f.rdi);

@@ -11,7 +11,8 @@
 //! ```text
 //! main NAME BUDGET PERIOD        # a Main VCPU: sporadic server C / T (QUEST-VCPU Alg. 3-6, 11-13)
 //! io NAME UTIL%                  # an I/O VCPU: PIBS (Alg. 7-10); the k-th io line is I/O class k
-//! fd N CLASS                     # fd N starts in CLASS (default 1 + N % classes)
+//! fd N CLASS [bh=T]              # fd N starts in CLASS (default 1 + N % classes); its
+//!                                # bottom half spends T of CPU time per completion
 //! task NAME VCPU PRIO OP...      # a thread in Main VCPU VCPU, priority PRIO, running OP... in order
 //! run DURATION                   # end of the run (default: when every task has run out of ops)
 //! ```
@@ -68,6 +69,9 @@ pub struct Spec {
     pub vcpus: Vec<VcpuSpec>,
     pub tasks: Vec<TaskSpec>,
     pub fd_class: Vec<(usize, usize)>,
+    /// Per fd, the CPU time its bottom half spends on each completion (the
+    /// model's Omega_IO, USB-DIFFSERV Eq. 1), on top of the driver's own.
+    pub bh_cost: Vec<(usize, u64)>,
     pub duration: Option<u64>,
 }
 
@@ -183,12 +187,21 @@ pub fn parse(text: &str) -> Result<Spec, SpecError> {
                 });
             }
             "fd" => {
-                let [_, f, c] = w[..] else {
-                    return Err(err("fd N CLASS"));
+                let (f, c, bh) = match w[..] {
+                    [_, f, c] => (f, c, None),
+                    [_, f, c, bh] => (f, c, Some(bh)),
+                    _ => return Err(err("fd N CLASS [bh=T]")),
                 };
                 let f = f.parse().map_err(|_| err("bad fd number"))?;
                 let c = c.parse().map_err(|_| err("bad class"))?;
                 s.fd_class.push((f, c));
+                if let Some(bh) = bh {
+                    let t = bh
+                        .strip_prefix("bh=")
+                        .and_then(parse_time)
+                        .ok_or(err("bh=T: bad time (a number with ns, us, ms or s)"))?;
+                    s.bh_cost.push((f, t));
+                }
             }
             "task" => {
                 if w.len() < 5 {
@@ -276,6 +289,32 @@ pub fn load() -> Result<&'static Spec, String> {
     spec().ok_or_else(|| String::from("spec vanished"))
 }
 
+/// The CPU time fd `fd`'s bottom half spends per completion (0 if none).
+pub fn bh_cost(fd: usize) -> u64 {
+    spec().map_or(0, |s| {
+        s.bh_cost.iter().rev().find(|(f, _)| *f == fd).map_or(0, |x| x.1)
+    })
+}
+
+/// Spends `ns` of the calling thread's own CPU time (counted by the kernel).
+pub fn compute(ns: u64) {
+    // Spin by the clock for what is left, then ask again: the clock runs on
+    // while the thread is preempted, so a spin of `left` never uses more
+    // than `left` of CPU time, and the kernel is asked once per preemption,
+    // not per iteration.
+    let target = sched::kcall(sched::CALL_CPU_TIME, 0).saturating_add(ns);
+    loop {
+        let left = target.saturating_sub(sched::kcall(sched::CALL_CPU_TIME, 0));
+        if left == 0 {
+            break;
+        }
+        let until = crate::apic::now().saturating_add(left);
+        while crate::apic::now() < until {
+            core::hint::spin_loop();
+        }
+    }
+}
+
 /// A task's thread: runs its ops (`arg`: the task's index).
 pub extern "C" fn task_main(arg: u64) -> ! {
     let ops: &[Op] = spec()
@@ -286,23 +325,7 @@ pub extern "C" fn task_main(arg: u64) -> ! {
     let mut pc = 0;
     while pc < ops.len() {
         match ops[pc] {
-            Op::Compute(ns) => {
-                // Spin by the clock for what is left, then ask again: the
-                // clock runs on while the task is preempted, so a spin of
-                // `left` never uses more than `left` of CPU time, and the
-                // kernel is asked once per preemption, not per iteration.
-                let target = sched::kcall(sched::CALL_CPU_TIME, 0).saturating_add(ns);
-                loop {
-                    let left = target.saturating_sub(sched::kcall(sched::CALL_CPU_TIME, 0));
-                    if left == 0 {
-                        break;
-                    }
-                    let until = crate::apic::now().saturating_add(left);
-                    while crate::apic::now() < until {
-                        core::hint::spin_loop();
-                    }
-                }
-            }
+            Op::Compute(ns) => compute(ns),
             Op::Read(fd) => {
                 sched::kcall3(
                     sched::CALL_READ,
@@ -335,8 +358,10 @@ pub extern "C" fn task_main(arg: u64) -> ! {
         }
         pc += 1;
     }
+    // A task released once (no `period` op) ends its one job here.
+    let once = !ops.iter().any(|o| matches!(o, Op::Period(_)));
     loop {
-        sched::kcall(sched::CALL_DONE, u64::MAX);
+        sched::kcall3(sched::CALL_DONE, u64::MAX, u64::from(once), 0);
     }
 }
 
@@ -397,19 +422,22 @@ pub fn setup(k: &mut Kernel, s: &Spec) -> Result<(), String> {
     // Released together once every stack exists (zeroing a stack takes
     // emulated time: under -icount each iteration of `rep stosb` counts).
     let start = crate::apic::now();
+    kprintln!("spec: released_ns={} tasks={}", start, threads.len());
     for th in threads {
         k.threads[th].job_release = start;
         k.wake(start, th, None);
     }
-    // A Main VCPU whose tasks never block is CPU-bound (the per-period check).
+    // A Main VCPU with a task that never blocks (compute steps in a loop)
+    // is always backlogged from the release on, so its replenishments fall
+    // on `start + kT`: CPU-bound for the per-period check, whatever its
+    // other tasks do (a reader in it blocks, the VCPU does not idle).
     for (name, v) in &main_of {
-        let blocks = s
-            .tasks
-            .iter()
-            .filter(|t| &t.vcpu == name)
-            .any(|t| t.ops.iter().any(|o| !matches!(o, Op::Compute(_) | Op::Loop)));
-        let has = s.tasks.iter().any(|t| &t.vcpu == name);
-        k.vcpus[*v].cpu_bound = has && !blocks;
+        let never_blocks = s.tasks.iter().filter(|t| &t.vcpu == name).any(|t| {
+            t.ops.contains(&Op::Loop) && t.ops.iter().all(|o| matches!(o, Op::Compute(_) | Op::Loop))
+        });
+        k.vcpus[*v].cpu_bound = never_blocks;
+        // its periods start at the release (created earlier, it idled until then)
+        k.vcpus[*v].r0 = start;
     }
     Ok(())
 }
@@ -456,6 +484,14 @@ pub fn finish(k: &mut Kernel, start: u64, now: u64) -> ! {
             th.io_errors
         );
         ok &= th.io_errors == 0;
+    }
+    for (t, release, end) in &k.job_log {
+        kprintln!(
+            "job task={} release_ns={} end_ns={}",
+            k.threads[*t].name,
+            release,
+            end
+        );
     }
     for (t, m, resumed) in &k.requests {
         kprintln!(

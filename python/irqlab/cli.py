@@ -34,6 +34,7 @@ COMMAND_MODULES: list[str] = [
     "irqlab.commands.export",
     "irqlab.commands.compare",
     "irqlab.commands.vmm",
+    "irqlab.commands.guest",
 ]
 
 

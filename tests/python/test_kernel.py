@@ -330,6 +330,10 @@ def test_spec_workload_runs_with_per_request_timestamps(kernel: Path, tmp_path: 
             assert t == sorted(t) and int(r["class"]) == cls, r
     assert int(fds[0]["completed"]) == int(high["reads"]), out
     assert budget_violations(out, served=False) == [], out
+    # one job line per ended job, its response the task line's
+    jobs = [int(j["end_ns"]) - int(j["release_ns"]) for j in records(out, "job")
+            if j["task"] == "high"]
+    assert len(jobs) == int(high["jobs"]) and max(jobs) == int(high["response_max_ns"]), out
 
 
 def test_spec_errors_name_their_line(kernel: Path, tmp_path: Path) -> None:
@@ -337,6 +341,9 @@ def test_spec_errors_name_their_line(kernel: Path, tmp_path: Path) -> None:
     rc, out = boot(kernel, "run=spec", spec_args(tmp_path, bad_time))
     assert rc == FAIL, out
     assert "spec: line 2: bad time" in out, out
+    bad_bh = "main m 2ms 10ms\nio io1 10%\nfd 0 1 bh=fast\ntask t m 1 read=0\n"
+    rc, out = boot(kernel, "run=spec", spec_args(tmp_path, bad_bh))
+    assert rc == FAIL and "spec: line 3: bh=T: bad time" in out, out
     no_vcpu = "main m 2ms 10ms\ntask t nosuch 1 loop\n"
     rc, out = boot(kernel, "run=spec", spec_args(tmp_path, no_vcpu))
     assert rc == FAIL and "spec: a task names no Main VCPU" in out, out
