@@ -365,7 +365,7 @@ SHIPPED_VERDICTS = {
     "isolation": None,
     "quest-pibs-vs-ss": None,
     "quest-table1": "server VCPU1: it does not receive its budget within its period",
-    "usb-guest-small": "server high: it does not receive its budget within its period",
+    "usb-guest-small": None,
     "usb-mode-change": "task tau_C: no bound: a 20000 ns segment has no bound in its server",
     "usb-priority-inversion": "server low0: it does not receive its budget within its period",
     "usb-priority-inversion-one-rt": "server high: it does not receive its budget",
