@@ -50,6 +50,10 @@ NAME = "usb-priority-inversion-guest"
 TITLE = ("USB-DIFFSERV Table II / Figures 13b-c on the irqlab kernel (QEMU qemu-xhci): "
          "high-priority read latency with one and two interrupters, emulated time")
 MEASURED = True  # boots the kernel under QEMU: tests/python/test_guest.py
+# measured by the guest branch's author under host load (two guest runs a
+# system): about 30 s quick, 100 s full
+SECONDS = {"quick": 30, "full": 100}
+NEEDS = ("QEMU", "checkout")
 
 MS = 1_000_000
 FALSIFIERS = {
