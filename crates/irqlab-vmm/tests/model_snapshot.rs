@@ -73,7 +73,7 @@ fn variants() -> Vec<(&'static str, String)> {
         ("no vint", CASE.replace(&format!(", {VINT}").replace(", vint", "\n          vint"), "")),
         ("two managed, DSR priorities 10 and 9", two(&format!(", {auto_both}"), auto_both)),
         ("two managed, DSR priorities 10 and 12", two(&format!(", {auto_both}"), auto_both).replace("disk-dsr, priority: 9", "disk-dsr, priority: 12")),
-        ("two managed, one explicit priority", two(&format!(", vint: {{budget: 1ms, period: 10ms, priority: 900}}"), auto_both).replace("disk-dsr, priority: 9", "disk-dsr, priority: 12")),
+        ("two managed, one explicit priority", two(", vint: {budget: 1ms, period: 10ms, priority: 900}", auto_both).replace("disk-dsr, priority: 9", "disk-dsr, priority: 12")),
         ("one managed, one unmanaged (Eq. 2)", two("", auto_both)),
         ("two virtual interrupts on one physical", CASE.replace(TASKS, &second_task).replace(VIRQ, &format!("{VIRQ}        - {{name: v2nic, physical: nic, vcpu: v1, isr: 1us, dsr: [disk-dsr]}}\n"))),
         ("five periodic tasks", CASE.replace(TASKS, &format!("{TASKS}{}", (0..4).map(|i| format!("            - {{name: t{i}, priority: {}, wcet: 10us, period: 50ms}}\n", 20 + i)).collect::<String>()))),
@@ -102,12 +102,12 @@ mod irqlab_vmm_snapshot {
     use std::path::Path;
 
     /// The VMM's translation of one model, or why there is none.
-    pub fn one(text: &str, _base: &Path) -> String {
+    pub fn one(text: &str, base: &Path) -> String {
         let m = match irqlab_model::load_str(text) {
             Ok((m, _)) => m,
             Err(e) => return format!("not a model: {e}\n"),
         };
-        match irqlab_vmm::model::from_model(&m) {
+        match irqlab_vmm::model::from_model(&m, base) {
             Ok(r) => format!("{r:#?}\n"),
             Err(e) => format!("refused: {e}\n"),
         }
