@@ -67,9 +67,6 @@ pub struct ServerOrigin {
 pub struct TaskOrigin {
     /// `tasks[i]` or `vms.guests[g].vcpus[v].tasks[t]`.
     pub path: String,
-    /// The task's stated relative deadline (a one-shot task's has no place
-    /// in `Release::Once`).
-    pub deadline: Option<u64>,
     /// A background guest task (a busy loop), lowered to a loop of
     /// compute chunks.
     pub background: bool,
@@ -215,7 +212,6 @@ pub(crate) fn of(m: &Model) -> Origin {
             writes(&t.program, &mut w);
             TaskOrigin {
                 path: format!("tasks[{i}]"),
-                deadline: t.deadline.map(|d| d.0.as_ns()),
                 background: false,
                 writes: w,
             }
