@@ -19,7 +19,7 @@ APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpf
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: all setup apt venv develop demo test test-rust test-python lint lint-kernel bench clean guest kernel test-kernel fuzz fuzz-smoke dispatch
+.PHONY: all setup apt venv develop wheel demo test test-rust test-python lint lint-kernel bench clean guest kernel test-kernel fuzz fuzz-smoke dispatch
 
 all: setup
 
@@ -44,6 +44,15 @@ venv: $(VENV)/.deps
 
 develop: venv
 	$(VENV)/bin/maturin develop --release -q
+
+# The release wheel, in target/wheels (tests/python/test_wheel.py installs it
+# into a fresh virtualenv outside the checkout). Built for the venv's
+# interpreter, as `maturin develop` builds: PYO3_PYTHON is part of pyo3's
+# cargo fingerprint, so after `make setup` this reuses that release build
+# and only packs the wheel (a few seconds) instead of recompiling.
+wheel: venv
+	rm -f target/wheels/irqlab-*.whl
+	$(VENV)/bin/maturin build --release -q -i $(PY) --out target/wheels
 
 # bench/dispatch (UPCALL Figures 4-6, `irqlab reproduce upcall-dispatch`) is a
 # standalone cargo project; built here so that a fresh machine has it.

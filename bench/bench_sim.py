@@ -1,4 +1,4 @@
-"""Simulator speed next to SimSo, in one run (DESIGN.md §9, issue 20).
+"""Simulator speed next to SimSo, in one run (docs/performance.md, issue 20).
 
 The same 10-task rate-monotonic task set (seeded), 20 s simulated, in SimSo
 and in irqlab, in alternating rounds; prints the jobs per second of each and

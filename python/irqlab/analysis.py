@@ -204,25 +204,73 @@ def vint_table2(params: dict[str, Any] | None = None, *, seed: int = 0, index: i
     return _a.vint_table2(params or {}, seed, index, pcpus)
 
 
-def hypervisor_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:
+def hypervisor_bounds(sim_config: dict[str, Any] | LoadedModel | Any) -> dict[str, Any]:
     """VINT Eq. 3-8 for a lowered hypervisor machine (``LoadedModel.sim_config``
     of a ``vms`` model): per CPU, Eq. 3 of every VCPU and pseudo-VCPU, Eq. 4
     of every guest task, Eq. 5 of every physical ISR and the flow bound of
     every virtual interrupt (Eq. 5 + 7 or 5 + 8). An item without a bound
     (``None``) says why in ``note``. Raises ``ValueError`` on a configuration
-    the analysis does not cover."""
-    return json.loads(_a.hypervisor_bounds(json.dumps(sim_config)))
+    the analysis does not cover. Takes the dict, a :class:`LoadedModel` or
+    its resolved ``system`` (read in Rust as it is)."""
+    return json.loads(_a.hypervisor_bounds(_resolved(sim_config)))
 
 
-def model_bounds(sim_config: dict[str, Any]) -> dict[str, Any]:
+def model_bounds(sim_config: dict[str, Any] | LoadedModel | Any) -> dict[str, Any]:
     """Bounds of a lowered ``quest`` / ``quest-no-iovcpu`` / ``linux`` machine
     (``LoadedModel.sim_config``): per CPU the interrupt load, QUEST-VCPU
     Eq. 1 and each server's response; per task its response over its
     server's supply, or ``None`` and the reason in ``note``; per task and
     device it reads (``io``) the read's latency bound (``latency``, its
     ``terms``) or the reason there is none; ``ok`` and ``failures``
-    summarize. Raises ``ValueError`` on a bad configuration."""
-    return json.loads(_a.model_bounds(json.dumps(sim_config)))
+    summarize. Raises ``ValueError`` on a bad configuration. Takes the dict,
+    a :class:`LoadedModel` or its resolved ``system``."""
+    return json.loads(_a.model_bounds(_resolved(sim_config)))
+
+
+def _resolved(config: Any) -> Any:
+    """What the native analyses read: a LoadedModel's resolved system (the
+    Rust handle until its ``sim_config`` is taken), else ``config`` as given
+    (a dict, or a handle)."""
+    from irqlab.model import LoadedModel
+
+    return config.resolved() if isinstance(config, LoadedModel) else config
+
+
+def hypervisor_failures(bounds: dict[str, Any]) -> list[str]:
+    """Why a hypervisor machine is not fully bounded (empty: it is)."""
+    out = []
+    for c in bounds["cpus"]:
+        if c["note"]:
+            out.append(f"cpu {c['cpu']}: {c['note']}")
+        out += [f"server {s['name']}: Eq. 3 exceeds its period"
+                for s in c["servers"] if not s["schedulable"]]
+        out += [f"task {t['name']}: {t['note'] or 'Eq. 4 exceeds its deadline'}"
+                for t in c["tasks"] if not t["schedulable"]
+                and not (t["note"] or "").startswith("background task")]
+        out += [f"virtual interrupt {v['name']}: {v['note'] or 'not serviceable'}"
+                for v in c["virtual_interrupts"] if not v["serviceable"]]
+    return out
+
+
+def analyze(model: LoadedModel) -> dict[str, Any]:
+    """Everything ``irqlab analyze`` gives for a loaded model, as its
+    ``--json`` file holds it (``LoadedModel.analyze()``, the sweep's
+    ``analysis.`` records and the report read this one function): for a
+    hypervisor machine ``{"path", "hypervisor": hypervisor_bounds,
+    "verdict"}``; otherwise :func:`bounds` (``path``, ``cpus``: QUEST-VCPU
+    Eq. 1, ``io_bounds``: USB-DIFFSERV Eq. 1-3) with ``model``:
+    :func:`model_bounds` and ``verdict``: ``{"ok", "failures"}``."""
+    if model.system is not None and model.system.path == "hypervisor" or (
+            model.system is None and model.sim_config["path"] == "hypervisor"):
+        hv = hypervisor_bounds(model)
+        failures = hypervisor_failures(hv)
+        result: dict[str, Any] = {"path": "hypervisor", "hypervisor": hv}
+    else:
+        b = model_bounds(model)
+        result = {**bounds(model), "model": b}
+        failures = b["failures"]
+    result["verdict"] = {"ok": not failures, "failures": failures}
+    return result
 
 
 def fp_rta(tasks: Sequence[dict[str, int]], *, origin: str = "arrival",

@@ -1,5 +1,5 @@
 """``irqlab calibrate``: measure this machine into a model's ``costs:``
-section (DESIGN.md §10; reference: docs/model.md, "costs").
+section (docs/model.md; reference: docs/model.md, "costs").
 
 Two sources:
 

@@ -1,4 +1,4 @@
-"""The ``irqlab`` command line (DESIGN.md §10).
+"""The ``irqlab`` command line (docs/architecture.md).
 
 Each command lives in its own module that exposes ``add_parser(subparsers)``;
 the module registers its arguments and sets ``func`` (a callable taking the

@@ -24,7 +24,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,18 +48,47 @@ def model_error(path: str, value: Any, rule: str) -> Exception:
     return e
 
 
-@dataclass
 class LoadedModel:
     """A validated model.
 
     ``model``: the model as a dict (units as text, defaults filled in);
     ``warnings``: what validation found suspicious but allowed;
-    ``sim_config``: the resolved simulator configuration (times in integer
-    ns), what :func:`irqlab.sim.simulate` takes."""
+    ``system``: the resolved system, held in Rust (``_native.model.System``),
+    which :meth:`simulate` and :meth:`analyze` read as it is, so a model is
+    parsed once per command; ``sim_config``: the same resolved system as a
+    dict (times in integer ns), made on first use. Once ``sim_config`` has
+    been taken it is what :meth:`simulate` and :meth:`analyze` read, edits
+    included."""
 
-    model: dict[str, Any]
-    warnings: list[str]
-    sim_config: dict[str, Any]
+    def __init__(self, model: dict[str, Any], warnings: list[str],
+                 sim_config: dict[str, Any] | None = None, system: Any = None) -> None:
+        if sim_config is None and system is None:
+            raise ValueError("LoadedModel needs a sim_config or a resolved system")
+        self.model = model
+        self.warnings = warnings
+        self.system = system
+        self._sim_config = sim_config
+
+    @property
+    def sim_config(self) -> dict[str, Any]:
+        """The resolved system as a dict (times in integer ns), made from
+        ``system`` on first use; from then on the back ends read it."""
+        if self._sim_config is None:
+            self._sim_config = self.system.config()
+        return self._sim_config
+
+    @sim_config.setter
+    def sim_config(self, value: dict[str, Any]) -> None:
+        self._sim_config = value
+
+    def resolved(self) -> Any:
+        """What the back ends read: the Rust handle while ``sim_config`` has
+        not been taken (no conversion at all), else the dict."""
+        return self.system if self._sim_config is None else self._sim_config
+
+    def __repr__(self) -> str:
+        names = [v.get("name") for v in self.model.get("vcpus", [])]
+        return f"LoadedModel(vcpus={names}, warnings={len(self.warnings)})"
 
     def simulate(self, *, seed: int | None = None, duration_ns: int | None = None,
                  trace: bool | Mapping[str, Any] | None = None,
@@ -69,14 +97,15 @@ class LoadedModel:
         overrides leave ``sim_config`` unchanged."""
         from irqlab.sim import simulate
 
-        return simulate(self.sim_config, seed=seed, duration_ns=duration_ns, trace=trace,
+        return simulate(self, seed=seed, duration_ns=duration_ns, trace=trace,
                         progress=progress)
 
     def analyze(self) -> dict[str, Any]:
-        """The analytic bounds (:func:`irqlab.analysis.bounds`), integer ns."""
-        from irqlab.analysis import bounds
+        """Everything ``irqlab analyze`` gives (:func:`irqlab.analysis.analyze`,
+        what its ``--json`` file holds), integer ns."""
+        from irqlab.analysis import analyze
 
-        return bounds(self)
+        return analyze(self)
 
 
 def loads(text: str | Mapping[str, Any], base_dir: Path | str = ".") -> LoadedModel:
@@ -88,9 +117,8 @@ def loads(text: str | Mapping[str, Any], base_dir: Path | str = ".") -> LoadedMo
     if not isinstance(text, str):
         raise TypeError(f"loads() takes the model as YAML text or a dict, not "
                         f"{type(text).__name__}; use load(path) for a file")
-    model_json, warnings = _model.load(text)
-    cfg = json.loads(_model.lower(text, str(base_dir)))
-    return LoadedModel(json.loads(model_json), list(warnings), cfg)
+    model_json, warnings, system = _model.resolve(text, str(base_dir))
+    return LoadedModel(json.loads(model_json), list(warnings), system=system)
 
 
 def from_dict(d: Mapping[str, Any], base_dir: Path | str = ".") -> LoadedModel:

@@ -1,36 +1,45 @@
 """Self-contained HTML report of one or more simulation runs (``irqlab
-report RUN_DIR...``, ``irqlab simulate --report``; DESIGN.md §12).
+report RUN_DIR...``, ``irqlab simulate --report``; docs/report.md,
+docs/report.md).
 
 A run directory is what ``irqlab simulate`` writes: ``metrics.json``,
 ``trace.json`` or ``trace.pftrace`` (Perfetto protobuf, decoded by
-``irqlab.tracefile`` for the Gantt window only) and ``config.json`` (the
-resolved configuration, for the model summary, the deadlines and the
-analysis); a real run's directory (``irqlab compare``'s ``real/``, ``irqlab
-vmm --out``) leaves out what it does not measure (a seed, an event count, a
-device's request latency...): those cells show "-", those curves are not
-drawn. The page holds the model
-summary, the analysis verdicts and bounds next to the simulated values (a
-real run's: "measured max"), a
-Gantt chart of a window per CPU (threads, ISRs, servers, budget),
-response-time CDFs and histograms per task with deadline and bound lines,
-I/O latency per class with each read's latency bound, and CPU share over
-time (the bounds: ``model_bounds`` for quest / quest-no-iovcpu / linux
-machines, VINT Eq. 3-8 for hypervisor ones; "no bound: <reason>" where the
-analysis gives none); given several runs, the
-same tables side by side (design A vs B) and the curves overlaid.
+``irqlab.tracefile``), ``config.json`` (the resolved configuration, for
+the model summary, the deadlines and the analysis) and, if the user put it
+there, ``analysis.json`` (``irqlab analyze --json``, whose verdict the
+banner then shows); a real run's directory (``irqlab compare``'s
+``real/``, ``irqlab vmm --out``) leaves out what it does not measure (a
+seed, an event count, a device's request latency...): those cells show
+"-", those curves are not drawn.
 
-Design principles: one file, no network (images are inline PNG data
-URIs); every number in a table comes straight from ``metrics.json`` and
-carries ``data-key``/``data-value`` attributes (the raw value) so tests can
-check the page against the run; plotting cost is bounded whatever the
-model's size: at most ``TOP_N`` tasks, servers and devices per plot and at
-most ``MAX_GANTT`` trace slices, the cut stated on the page.
+The page, top to bottom: a verdict banner per run (the analysis verdict,
+deadline misses, drops; QUEST-VCPU Eq. 1 shown as the sufficient test it
+is); the runs; an interactive timeline of the whole run per run
+(``report_assets/timeline.js``: one track per CPU, pan and zoom, servers
+and budgets on demand; data from ``irqlab.timeline``) with how to open the
+trace in Perfetto; where each CPU's time went (each server and its
+threads, top halves, softirq, idle: the metrics' totals, the trace's
+split); the analysis next to the simulation; tables of tasks, devices,
+servers and virtual interrupts; response-time CDFs and histograms per task
+with deadline and bound lines; I/O latency per class (zero latencies
+counted and left off the log axis); CPU use over time. A plot that would
+be empty or have too few points says "not applicable" and why.
+
+Design principles: one file, no network (inline PNG data URIs, inline
+script, the timeline's data deflated and base64'd in the page); every
+number in a table comes straight from ``metrics.json`` (or, where it says
+so, the trace) and carries ``data-key``/``data-value`` attributes (the raw
+value) so tests can check the page against the run; colours come from
+``irqlab.palette`` (fixed per name, reds and magentas only for interrupt
+handlers); plotting cost is bounded whatever the model's size: at most
+``TOP_N`` tasks, servers and devices per plot, the cut stated on the page;
+the timeline holds every slice of the trace, which the simulator bounds
+(``trace_max_events``).
 """
 
 from __future__ import annotations
 
 import base64
-import html
 import io
 import json
 from collections import defaultdict
@@ -40,13 +49,30 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-TOP_N = 12
-MAX_GANTT = 20_000
-DEFAULT_WINDOW_NS = 20_000_000
+from irqlab import palette, timeline  # noqa: E402
+from irqlab.report_sections import (  # noqa: E402, F401 (verdict, breakdown: the API)
+    TOP_N,
+    banner,
+    breakdown,
+    breakdown_section,
+    timeline_section,
+    verdict,
+)
+from irqlab.report_sections import cell as _cell  # noqa: E402
+from irqlab.report_sections import esc as _esc  # noqa: E402
+from irqlab.report_sections import na as _na  # noqa: E402
+from irqlab.report_sections import us as _us  # noqa: E402
+
+#: bins of the CPU-use-over-time plot; a curve needs at least MIN_POINTS points
+SHARE_BINS = 100
+MIN_POINTS = 10
+#: a latency distribution's note about exact zeros appears from this share on
+ZERO_NOTE_FRACTION = 0.01
 
 
 @dataclass
@@ -57,12 +83,16 @@ class Run:
     metrics: dict[str, Any]
     trace: dict[str, Any]
     config: dict[str, Any] | None
+    path: Path | None = None
+    analysis: dict[str, Any] | None = None
+    _schedule: Any = None
 
     @classmethod
     def load(cls, path: Path, name: str | None = None,
              window: tuple[int, int] | None = None) -> Run:
-        """Load a run directory; of a Perfetto protobuf trace only the
-        Gantt ``window`` (default: the first ``DEFAULT_WINDOW_NS``) is read."""
+        """Load a run directory: its metrics, configuration, ``analysis.json``
+        if there is one, and its whole trace (``window``, the timeline's first
+        view in ns, does not limit what is read)."""
         from irqlab.tracefile import load_trace
 
         mp = path / "metrics.json"
@@ -70,30 +100,44 @@ class Run:
             raise FileNotFoundError(f"{path}: no metrics.json (not a run directory of "
                                     "irqlab simulate)")
         cp = path / "config.json"
-        lo, hi = window if window else (None, None)
-        trace = load_trace(path, start_ns=lo, end_ns=hi, span_ns=DEFAULT_WINDOW_NS)
+        ap = path / "analysis.json"
+        trace = load_trace(path)
         return cls(name or path.name, json.loads(mp.read_text()), trace,
-                   json.loads(cp.read_text()) if cp.exists() else None)
+                   json.loads(cp.read_text()) if cp.exists() else None, path,
+                   json.loads(ap.read_text()) if ap.exists() else None)
+
+    @property
+    def schedule(self) -> timeline.Schedule | None:
+        """The trace's schedule (``irqlab.timeline``), or ``None`` without one."""
+        if self._schedule is None and self.trace:
+            self._schedule = timeline.schedule(
+                self.trace, tasks={t["name"] for t in self.metrics["tasks"]},
+                path=self.metrics.get("path")) or False
+        return self._schedule or None
+
+    def traced(self) -> tuple[int, str | None]:
+        """The part ``[0, end ns)`` of the run the trace covers, and why it
+        is not the whole run (``None`` when it is)."""
+        dur = self.metrics["duration_ns"]
+        sched = self.schedule
+        until = ((self.config or {}).get("trace") or {}).get("until")
+        # trace.json says it in otherData, a trace.pftrace only in the metrics
+        if sched is not None and (sched.truncated or self.metrics.get("trace_truncated")):
+            return min(dur, sched.end_ns), ("the trace was cut at trace_max_events at "
+                                            f"{_us(sched.end_ns)}")
+        if until is not None and until < dur:
+            return int(until), f"the trace covers the first {_us(until)} (trace_until)"
+        return dur, None
+
+    def trace_file(self) -> Path | None:
+        """The trace file of the run directory, if any."""
+        for n in ("trace.json", "trace.pftrace"):
+            if self.path is not None and (self.path / n).exists():
+                return self.path / n
+        return None
 
 
 # ---- formatting --------------------------------------------------------------
-
-def _esc(x: Any) -> str:
-    return html.escape(str(x))
-
-
-def _us(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    return f"{ns / 1e6:.3f} ms" if ns >= 1e6 else f"{ns / 1e3:.1f} us"
-
-
-def _cell(value: Any, key: str, text: str | None = None) -> str:
-    """A table cell with its raw value for checks (``data-value``)."""
-    raw = "" if value is None else json.dumps(value)
-    shown = text if text is not None else ("-" if value is None else str(value))
-    return f'<td data-key="{_esc(key)}" data-value="{_esc(raw)}">{_esc(shown)}</td>'
-
 
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
@@ -230,9 +274,10 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
                              (sim_virq.get(v["name"]) or {}).get("max_ns"), v["serviceable"]))
     else:
         for c in b.get("cpus", []):
-            rows.append(("QUEST-VCPU Eq. 1", f"cpu {c['cpu']} demand "
-                         f"{100 * c['demand']:.1f} % / bound {100 * c['bound']:.1f} %",
-                         None, None, c["passes"]))
+            rows.append(("QUEST-VCPU Eq. 1 (sufficient test, not part of the verdict)",
+                         f"cpu {c['cpu']} demand {100 * c['demand']:.1f} % / bound "
+                         f"{100 * c['bound']:.1f} %", None, None,
+                         "met" if c["passes"] else "not met (inconclusive)"))
         devs = {d["name"]: d["latency"] for d in m["devices"]}
         for e in b.get("io_bounds", []):
             rows.append(("USB-DIFFSERV Eq. 1-2", f"{e['task']} reading {e['device']}",
@@ -268,12 +313,13 @@ def _analysis(run: Run, b: dict[str, Any]) -> str:
     for i, (eq, item, bound, sim, ok, *named) in enumerate(rows):
         key, why = named if named else (str(i), None)
         within = "-" if bound is None or sim is None else ("yes" if sim <= bound else "NO")
-        verdict = "-" if ok is None else ("holds" if ok else "FAILS")
+        holds = ok if isinstance(ok, str) else "-" if ok is None else (
+            "holds" if ok else "FAILS")
         body.append(f"<tr><td>{_esc(eq)}</td><td>{_esc(item)}</td>"
                     + _cell(bound, f"{run.name}.bound.{key}",
                             _us(bound) if bound else (why or "-"))
                     + _cell(sim, f"{run.name}.simulated_max.{key}", _us(sim))
-                    + f"<td>{within}</td><td>{verdict}</td></tr>")
+                    + f"<td>{within}</td><td>{holds}</td></tr>")
     if not body:
         return ""
     # a real run (compare's real/, vmm --out) counts no simulator events
@@ -321,15 +367,16 @@ def _side_by_side(runs: Sequence[Run], kind: str, fields: list[tuple[str, str, s
             f"{''.join(body)}</table>")
 
 
-def _cdf(ax: Any, hist: list[list[int]], label: str) -> Any:
-    """Draw the CDF of a ``histogram_ns``; returns its colour."""
+def _cdf(ax: Any, hist: list[list[int]], label: str, color: str | None = None) -> Any:
+    """Draw the CDF of a ``histogram_ns`` (in ``color``, else the next of
+    the cycle); returns its colour."""
     total = sum(b[2] for b in hist)
     xs, ys, acc = [hist[0][0] / 1e3], [0.0], 0
     for lo, hi, c in hist:
         acc += c
         xs += [lo / 1e3, hi / 1e3]
         ys += [ys[-1], acc / total]
-    return ax.plot(xs, ys, label=label)[0].get_color()
+    return ax.plot(xs, ys, label=label, color=color)[0].get_color()
 
 
 def _bound_line(ax: Any, ns: int, label: str, color: Any) -> None:
@@ -345,11 +392,18 @@ def _drawn_bounds(ax: Any) -> str:
 
 def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     names: list[str] = []
+    single: dict[str, list[str]] = defaultdict(list)
     for r in runs:
         names += [t["name"] for t in r.metrics["tasks"]
-                  if t["response"]["count"] and t["name"] not in names]
+                  if t["response"]["count"] >= 2 and t["name"] not in names]
+        for t in r.metrics["tasks"]:
+            if t["response"]["count"] == 1:
+                single[t["name"]].append(f"{r.name}: {_us(t['response']['max_ns'])}"
+                                         if len(runs) > 1 else _us(t["response"]["max_ns"]))
+    one = "".join(_na(f"response times of {n}", "one finished job, no distribution "
+                      f"({'; '.join(v)})") for n, v in single.items() if n not in names)
     if not names:
-        return ""
+        return f"<h2>Response times</h2>{one}" if one else ""
     note = ""
     if len(names) > TOP_N:
         counts: dict[str, int] = defaultdict(int)
@@ -369,10 +423,10 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
         caption = []
         for r, by_name, tb, b in zip(runs, index, tbs, bounds, strict=True):
             t = by_name.get(n)
-            if t is None or not t["response"]["count"]:
+            if t is None or t["response"]["count"] < 2:
                 continue
             h = t["response"]["histogram_ns"]
-            color = _cdf(a1, h, r.name)
+            color = _cdf(a1, h, r.name, None if many else palette.color_of(n))
             a2.bar([(lo + hi) / 2e3 for lo, hi, _ in h], [c for _, _, c in h],
                    width=[max((hi - lo) / 1e3, 1e-3) for lo, hi, _ in h], alpha=0.6,
                    label=r.name, color=color)
@@ -398,18 +452,27 @@ def _responses(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
         out.append(f'<figure class="response" data-task="{_esc(n)}" data-bounds="{drawn}">'
                    f"{_png(fig)}<figcaption class='note'>{_esc('; '.join(caption))}"
                    "</figcaption></figure>")
-    return "".join(out) + "</div>"
+    return "".join(out) + "</div>" + one
+
+
+def zero_share(hist: list[list[int]]) -> tuple[int, int]:
+    """``(samples exactly 0 ns, all samples)`` of a ``histogram_ns`` (the
+    bin ``[0, 1)`` holds the zeros)."""
+    return (sum(c for lo, hi, c in hist if lo == 0 and hi <= 1), sum(c for _, _, c in hist))
 
 
 def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     fig, ax = plt.subplots(figsize=(8, 3))
     drawn = 0
     captions: list[str] = []
+    zeros: list[str] = []
     many = len(runs) > 1
     for r, b in zip(runs, bounds, strict=True):
         classes = [c["name"] for c in (r.config or {}).get("classes", [])]
         by_class: dict[str, list[list[int]]] = defaultdict(list)
         cls_of = {d["name"]: d.get("class") for d in (r.config or {}).get("devices", [])}
+        kind_of = {d["name"]: d.get("kind") for d in (r.config or {}).get("devices", [])}
+        kinds: dict[str, set[str]] = defaultdict(set)
 
         def label_of(dev: str, classes: list[str] = classes,
                      cls_of: dict[str, Any] = cls_of) -> str:
@@ -420,9 +483,28 @@ def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
             if not (d.get("latency") or {}).get("count"):
                 continue
             by_class[label_of(d["name"])] += d["latency"]["histogram_ns"]
+            kinds[label_of(d["name"])].add(str(kind_of.get(d["name"]) or "device"))
         colors = {}
         for label, hist in list(by_class.items())[:TOP_N]:
-            colors[label] = _cdf(ax, sorted(hist), f"{r.name}: {label}" if many else label)
+            name = f"{r.name}: {label}" if many else label
+            z, n = zero_share(hist)
+            rest = sorted(h for h in hist if not (h[0] == 0 and h[1] <= 1))
+            if n and z / n >= ZERO_NOTE_FRACTION:
+                zeros.append(
+                    f'<p class="zero-note" data-class="{_esc(name)}" data-zeros="{z}" '
+                    f'data-count="{n}" data-zero-fraction="{z / n:.4f}"><b>{_esc(name)}</b> '
+                    f"({_esc('/'.join(sorted(kinds[label])))}): {100 * z / n:.1f} % of its "
+                    f"{n:,} requests took exactly 0 ns: a read that finds data already "
+                    "buffered (the bottom half delivered it before the task asked) returns "
+                    "at once when the device's return cost (omega_main) is 0 (docs/metrics.md, "
+                    "\"Zero latencies\"). "
+                    + ("The curve shows the other "
+                       f"{n - z:,} ({100 * (n - z) / n:.1f} %), on the log axis."
+                       if rest else "No other request: no curve.") + "</p>")
+            if not rest:
+                continue
+            colors[label] = _cdf(ax, rest, name + (" (non-zero)" if z else ""),
+                                 None if many else palette.color_of(label))
             drawn += 1
         # model_bounds' per-read latency bounds, in the colour of the read's class
         who = f"{r.name}: " if many else ""
@@ -440,8 +522,14 @@ def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
             if color is not None and lines < TOP_N:
                 _bound_line(ax, e["latency"], f"{who}bound {what}", color)
                 lines += 1
+    head = ("<h2>I/O latency per class</h2><p>Request submission (or arrival) to return "
+            "to the task, all devices of a class together; dotted: the analysis's latency "
+            "bound of each read of a device of the class (the Analysis table's bound), in "
+            "the class's colour.</p>")
     if not drawn:
         plt.close(fig)
+        if zeros:
+            return head + "".join(zeros)
         return ""
     ax.set_xlabel("I/O request latency (us)")
     ax.set_ylabel("fraction of requests")
@@ -452,111 +540,96 @@ def _io_latency(runs: Sequence[Run], bounds: list[dict[str, Any]]) -> str:
     if len(captions) > TOP_N * 4:
         cut = f"<li>... and {len(captions) - TOP_N * 4} more reads</li>"
     items = "".join(f"<li>{_esc(c)}</li>" for c in captions[:TOP_N * 4])
-    return ("<h2>I/O latency per class</h2><p>Request submission (or arrival) to return "
-            "to the task, all devices of a class together; dotted: the analysis's latency "
-            "bound of each read of a device of the class (the Analysis table's bound), in "
-            "the class's colour.</p>"
-            f'<figure class="io-latency" data-bounds="{_drawn_bounds(ax)}">'
+    return (head + "".join(zeros)
+            + f'<figure class="io-latency" data-bounds="{_drawn_bounds(ax)}">'
             f"{_png(fig)}<figcaption class='note'><ul>{items}{cut}</ul></figcaption></figure>")
 
 
 def _share(runs: Sequence[Run]) -> str:
-    out = ["<h2>CPU share over time</h2>"]
+    out = ["<h2>CPU use over time</h2>"]
     for r in runs:
-        srv, note = _top(r.metrics["servers"], key=lambda s: s["share_fraction"])
-        w = r.metrics["window_ns"] / 1e9
+        m = r.metrics
+        sched = r.schedule
+        if sched is not None:
+            out.append(_share_from_trace(r, sched))
+            continue
+        srv, note = _top(m["servers"], key=lambda s: s["share_fraction"])
+        windows = max((len(s.get("share_windows_fraction") or []) for s in srv), default=0)
+        if windows < MIN_POINTS:
+            out.append(_na(f"{r.name}: CPU share over time",
+                           f"the run has {windows} window(s) of {_us(m.get('window_ns'))} "
+                           f"and no trace; a curve needs {MIN_POINTS} points: set a shorter "
+                           "simulation.window, or simulate with --trace"))
+            continue
+        w = m["window_ns"] / 1e9
         fig, ax = plt.subplots(figsize=(8, 3))
         for s in srv:
             ys = [100 * v for v in s["share_windows_fraction"]]
             xs = [(i + 0.5) * w for i in range(len(ys))]
-            ax.plot(xs, ys, marker="o", ms=3, label=s["name"])
+            ax.plot(xs, ys, label=s["name"], color=palette.color_of(s["name"]))
         ax.set_xlabel("time (s)")
         ax.set_ylabel("% of its CPU")
-        ax.set_title(r.name, fontsize=9)
+        ax.set_title(f"{r.name}: per window of {_us(m['window_ns'])}", fontsize=9)
         ax.legend(fontsize=7, ncol=2)
         fig.tight_layout()
-        out.append(note + _png(fig))
+        out.append(note + f'<figure class="share" data-run="{_esc(r.name)}">{_png(fig)}'
+                   "</figure>")
     return "".join(out)
 
 
-def _gantt(run: Run, window: tuple[int, int] | None) -> str:
-    events = [e for e in run.trace.get("traceEvents", []) if e.get("ph") in ("X", "C")]
-    if not events:
-        return (f"<h3>{_esc(run.name)}: schedule</h3><p class='note'>No trace recorded "
-                "(simulate with --trace).</p>")
-    t0 = min(e["ts"] for e in events)
-    lo, hi = (window if window else (int(t0 * 1e3), int(t0 * 1e3) + DEFAULT_WINDOW_NS))
-    lo_us, hi_us = lo / 1e3, hi / 1e3
-    names: dict[tuple[int, int], str] = {}
-    for e in run.trace.get("traceEvents", []):
-        if e.get("ph") == "M" and e.get("name") == "thread_name":
-            names[(e["pid"], e["tid"])] = e["args"]["name"]
-    rows: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
-    budget: dict[str, list[tuple[float, float]]] = defaultdict(list)
-    cut = kept = 0
-    for e in events:
-        if e["ph"] == "C":
-            if lo_us <= e["ts"] <= hi_us:
-                budget[e["name"]].append((e["ts"], e["args"]["budget"]))
-            continue
-        if e["ts"] + e["dur"] < lo_us or e["ts"] > hi_us:
-            continue
-        if kept >= MAX_GANTT:
-            cut += 1
-            continue
-        kept += 1
-        pid, tid = e["pid"], e["tid"]
-        if pid < 1000:
-            row = f"CPU {pid}" + (" switch" if tid == 1 else "")
-        else:
-            row = f"  {names.get((pid, tid), f'server {tid}')}"
-        kind = e.get("cat", "")
-        rows[row].append((e["ts"], e["dur"], "isr" if kind == "isr" else e["name"]))
-    cpu_rows = sorted(r for r in rows if r.startswith("CPU"))
-    srv_rows = sorted((r for r in rows if not r.startswith("CPU")),
-                      key=lambda r: -sum(d for _, d, _ in rows[r]))
-    note = ""
-    if len(srv_rows) > TOP_N:
-        note = f"Busiest {TOP_N} of {len(srv_rows)} servers shown. "
-        srv_rows = srv_rows[:TOP_N]
-    if cut:
-        note += f"{cut} slices beyond the first {MAX_GANTT} left out. "
-    order = cpu_rows + srv_rows
-    labels = sorted({lab for r in order for _, _, lab in rows[r]})
-    cmap = plt.get_cmap("tab20")
-    color = {lab: ("red" if lab == "isr" else cmap(i % 20)) for i, lab in enumerate(labels)}
-    nb = min(len(budget), 6)
-    fig, axes = plt.subplots(2 if nb else 1, 1, figsize=(10, 0.35 * len(order) + 1.5 +
-                                                          (1.6 if nb else 0)),
-                             gridspec_kw={"height_ratios": [max(len(order), 1), 3]} if nb
-                             else None, squeeze=False)
-    ax = axes[0][0]
-    for y, r in enumerate(order):
-        segs = rows[r]
-        ax.broken_barh([((s - lo_us) / 1e3, d / 1e3) for s, d, _ in segs], (y - 0.4, 0.8),
-                       facecolors=[color[lab] for _, _, lab in segs])
-    ax.set_yticks(range(len(order)), order, fontsize=7)
-    ax.invert_yaxis()
-    ax.set_xlim(0, (hi_us - lo_us) / 1e3)
-    ax.set_xlabel(f"time (ms) from {lo / 1e6:g} ms")
-    shown = [lab for lab in labels if lab != "isr"][:15]
-    ax.legend(handles=[matplotlib.patches.Patch(color=color[lab], label=lab)
-                       for lab in ["isr", *shown] if lab in color], fontsize=6, ncol=4,
-              loc="upper right")
-    if nb:
-        bx = axes[1][0]
-        for name, pts in list(budget.items())[:nb]:
-            pts.sort()
-            bx.step([(t - lo_us) / 1e3 for t, _ in pts], [max(v, 0) for _, v in pts],
-                    where="post", label=name.removeprefix("budget ").removesuffix(" (us)"))
-        bx.set_xlim(0, (hi_us - lo_us) / 1e3)
-        bx.set_ylabel("budget (us)")
-        bx.legend(fontsize=6, ncol=3)
+def _share_from_trace(r: Run, sched: timeline.Schedule) -> str:
+    """Stacked CPU use per CPU from the trace: each server, top halves,
+    softirq, idle, in ``SHARE_BINS`` bins of the run (of the trace's part
+    of it the trace covers)."""
+    span, why = r.traced()
+    edges, per = timeline.binned(sched, span, SHARE_BINS)
+    width = (edges[1] - edges[0]) if len(edges) > 1 else span
+    out = []
+    cpus = sorted(per)
+    srv_all = sorted({k[1] for cpu in cpus for k in per[cpu] if k[0] == "server"})
+    fig, axes = plt.subplots(len(cpus), 1, figsize=(8, 1.9 * len(cpus) + 0.8), squeeze=False,
+                             sharex=True)
+    for ax, cpu in zip(axes[:, 0], cpus, strict=True):
+        groups = per[cpu]
+        srv = sorted((k for k in groups if k[0] == "server"), key=lambda k: -groups[k].sum())
+        shown = srv[:TOP_N]
+        layers, labels, colors = [], [], []
+        for k in shown:
+            layers.append(groups[k])
+            labels.append(k[1])
+            colors.append(palette.color_of(k[1]))
+        if srv[TOP_N:]:
+            layers.append(sum(groups[k] for k in srv[TOP_N:]))
+            labels.append(f"{len(srv) - TOP_N} more servers")
+            colors.append("#999999")
+        for k, lab, col in ((("isr", ""), "top halves", palette.ISR_PALETTE[0]),
+                            (("softirq", ""), "softirq", palette.SOFTIRQ_PALETTE[0])):
+            if k in groups and groups[k].sum() > 0:
+                layers.append(groups[k])
+                labels.append(lab)
+                colors.append(col)
+        busy = sum(layers) if layers else np.zeros(len(edges) - 1)
+        layers.append(np.clip(width - busy, 0, None))
+        labels.append("idle")
+        colors.append(palette.IDLE)
+        xs = (edges[:-1] + edges[1:]) / 2e9
+        ax.stackplot(xs, [100 * v / width for v in layers], labels=labels, colors=colors,
+                     step=None)
+        ax.set_ylim(0, 100)
+        ax.set_xlim(edges[0] / 1e9, edges[-1] / 1e9)
+        ax.set_ylabel(f"CPU {cpu} (%)")
+        ax.legend(fontsize=6, ncol=4, loc="upper right", framealpha=0.8)
+    axes[-1, 0].set_xlabel("time (s)")
+    axes[0, 0].set_title(f"{r.name}: CPU use per {_us(width)} (from the trace)", fontsize=9)
     fig.tight_layout()
-    return (f"<h3>{_esc(run.name)}: schedule {lo / 1e6:g}-{hi / 1e6:g} ms</h3>"
-            f"<p class='note'>{note}Top rows: what each CPU runs (ISRs in red); below: "
-            "each server's execution; bottom: remaining budget at each dispatch.</p>"
-            + _png(fig))
+    cut = (f"<p class='note'>The plot covers [0, {_us(span)}): {_esc(why)}.</p>"
+           if why else "")
+    many = (f"<figcaption class='note'>Busiest {TOP_N} of {len(srv_all)} servers shown; "
+            f"the other {len(srv_all) - TOP_N} together in grey.</figcaption>"
+            if len(srv_all) > TOP_N else "")
+    out.append(f'<figure class="share" data-run="{_esc(r.name)}" data-bins="{len(xs)}">'
+               f"{_png(fig)}{many}</figure>{cut}")
+    return "".join(out)
 
 
 TASK_FIELDS = [("released", "released", "count"), ("finished", "completed", "count"),
@@ -582,6 +655,26 @@ h3{font-size:15px}table{border-collapse:collapse;margin:8px 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f0f3f7}
 td:first-child,td:nth-child(2){text-align:left}.note{color:#666;font-size:12px}
 img{max-width:100%;display:block;margin:6px 0}
+.verdict{border-radius:6px;padding:8px 12px;margin:8px 0;border:2px solid}
+.verdict .head{font-size:15px}.verdict ul{margin:4px 0 0 0}.verdict p{margin:4px 0 0 0}
+.verdict.ok{background:#e9f6ec;border-color:#3a9b50}
+.verdict.warn{background:#fff6e0;border-color:#d09a1a}
+.verdict.fail{background:#fdeceb;border-color:#c0392b}
+.na{color:#555;font-style:italic;background:#f6f6f6;padding:4px 8px;border-left:3px solid #bbb}
+.zero-note{background:#eef4fb;padding:4px 8px;border-left:3px solid #4a7fb5;font-size:13px}
+section.timeline{position:relative;margin:6px 0;user-select:none}
+.tl-bar{display:flex;gap:6px;align-items:center;margin:4px 0;font-size:12px}
+.tl-bar button{font-size:12px;padding:1px 8px}.tl-range{margin-left:12px;font-family:monospace}
+.tl-status{color:#a33}.tl-wrap{position:relative}
+section.timeline canvas{display:block;cursor:grab;border:1px solid #ddd}
+.tl-tip{position:absolute;display:none;background:#fffffe;border:1px solid #999;padding:3px 6px;
+font-size:12px;white-space:pre;pointer-events:none;box-shadow:0 1px 4px #0003;z-index:2}
+.tl-legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px;margin:4px 0}
+.tl-legend i,i.swatch{display:inline-block;width:11px;height:11px;margin-right:4px;
+vertical-align:-1px;border:1px solid #0002}
+.tl-legend small{color:#888}
+table.breakdown tr.sub td{color:#555;font-size:12px}table.breakdown tr.total td{font-weight:600}
+details.perfetto{margin:6px 0;font-size:13px}
 """
 
 
@@ -591,12 +684,17 @@ def render(runs: Sequence[Run], *, window: tuple[int, int] | None = None) -> str
         raise ValueError("report: at least one run directory")
     bounds = [run_bounds(r) for r in runs]
     title = " vs ".join(r.name for r in runs)
+    script = (Path(__file__).with_name("report_assets") / "timeline.js").read_text()
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>irqlab report: "
              f"{_esc(title)}</title><style>{STYLE}</style></head><body>",
              f"<h1>irqlab report: {_esc(title)}</h1>",
+             *(banner(r, b) for r, b in zip(runs, bounds, strict=True)),
              "<p class='note'>Times in us/ms for reading; each cell's raw value (ns, bytes, "
              "fractions as in metrics.json, docs/metrics.md) is in its data-value.</p>",
-             _summary(runs), "<h2>Analysis</h2>",
+             _summary(runs),
+             "<h2>Schedule</h2>", *(timeline_section(r, i, window) for i, r in enumerate(runs)),
+             breakdown_section(runs),
+             "<h2>Analysis</h2>",
              *(_analysis(r, b) for r, b in zip(runs, bounds, strict=True)),
              _side_by_side(runs, "tasks", TASK_FIELDS),
              _side_by_side(runs, "devices", DEVICE_FIELDS) if any(
@@ -604,9 +702,8 @@ def render(runs: Sequence[Run], *, window: tuple[int, int] | None = None) -> str
              _side_by_side(runs, "servers", SERVER_FIELDS),
              _side_by_side(runs, "virqs", VIRQ_FIELDS) if any(
                  r.metrics["virqs"] for r in runs) else "",
-             "<h2>Schedule</h2>", *(_gantt(r, window) for r in runs),
              _responses(runs, bounds), _io_latency(runs, bounds), _share(runs),
-             "</body></html>"]
+             f"<script>{script}</script></body></html>"]
     return "\n".join(p for p in parts if p)
 
 
@@ -614,8 +711,8 @@ def write_report(run_dirs: Sequence[Path | str], out: Path | str, *,
                  window: tuple[int, int] | None = None,
                  names: Sequence[str] | None = None) -> Path:
     """Load the run directories and write the report to ``out`` (an HTML
-    file); ``window`` is the Gantt chart's ``(start_ns, end_ns)`` (default:
-    the first 20 ms of the trace)."""
+    file); ``window`` ``(start_ns, end_ns)`` is the timeline's first view
+    (default: the whole run; the page can always zoom out to it)."""
     if window is not None and not 0 <= window[0] < window[1]:
         raise ValueError(f"window: {window}: need 0 <= start < end (ns)")
     dirs = [Path(d) for d in run_dirs]

@@ -296,7 +296,7 @@ def _config(config: LoadedModel | Mapping[str, Any]) -> dict[str, Any]:
                         f"{type(config).__name__}")
     # a shallow copy: simulate() only replaces top-level keys, never edits
     # a nested value, so the caller's dict is not modified (a deep copy of
-    # a large model cost more than the simulation, issue 20)
+    # a large model cost more than the simulation)
     return dict(cfg)
 
 
@@ -344,7 +344,8 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
              trace: bool | Mapping[str, Any] | None = None,
              progress: bool | Callable[[int, int], None] = False,
              trace_file: Path | str | None = None, trace_format: str = "json",
-             records: bool | Mapping[str, bool] | None = None) -> SimResult:
+             records: bool | Mapping[str, bool] | None = None,
+             trace_max_events: int | None = None) -> SimResult:
     """Simulate ``config`` (a :class:`~irqlab.model.LoadedModel` or its
     ``sim_config``; not modified). ``seed`` and ``duration_ns`` (integer ns)
     override the configured ones; ``trace=True`` records a Perfetto trace
@@ -356,29 +357,43 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
     large traces). ``records=True`` (or ``{"jobs": True, "requests":
     True}``) keeps every job and I/O request, returned as NumPy columns
     (:meth:`SimResult.job_records`, :meth:`SimResult.request_records`).
-    The same configuration and seed give the same metrics bit for bit.
+    ``trace_max_events`` caps the trace, the rest of its settings kept. A
+    :class:`~irqlab.model.LoadedModel` is run from its resolved system in
+    Rust (no conversion), its ``sim_config`` if that was taken. The same
+    configuration and seed give the same metrics bit for bit.
     Ctrl-C raises :class:`SimulationInterrupted` carrying the partial
     result."""
-    cfg = _config(config)
     for name, value in (("seed", seed), ("duration_ns", duration_ns)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)
                                   or value < 0):
             raise ValueError(f"{name}: {value!r} must be a non-negative integer")
-    if seed is not None:
-        cfg["seed"] = seed
-    if duration_ns is not None:
-        cfg["duration"] = duration_ns
-    if trace is not None:
-        cfg["trace"] = trace
-    if isinstance(cfg.get("trace"), bool):  # shorthand: trace on/off
-        cfg["trace"] = {"enabled": cfg["trace"]}
     if trace_format not in ("json", "perfetto"):
         raise ValueError(f"trace_format: {trace_format!r} is not 'json' or 'perfetto'")
+    # the run options, applied by the native run to the resolved system
+    over: dict[str, Any] = {}
+    if seed is not None:
+        over["seed"] = seed
+    if duration_ns is not None:
+        over["duration"] = duration_ns
+    if isinstance(trace, bool):  # shorthand: trace on/off
+        over["trace"] = {"enabled": trace}
+    elif trace is not None:
+        over["trace"] = dict(trace)
     if trace_file is not None:
-        cfg["trace"] = {**cfg.get("trace", {}), "enabled": True}
+        over["trace_merge"] = {**over.get("trace_merge", {}), "enabled": True}
+    if trace_max_events is not None:
+        over["trace_merge"] = {**over.get("trace_merge", {}), "max_events": trace_max_events}
     if records is not None:
-        cfg["records"] = ({"jobs": records, "requests": records}
-                          if isinstance(records, bool) else dict(records))
+        over["records"] = ({"jobs": records, "requests": records}
+                           if isinstance(records, bool) else dict(records))
+    from irqlab.model import LoadedModel
+
+    if isinstance(config, LoadedModel):
+        cfg: Any = config.resolved()
+    else:
+        cfg = _config(config)
+        if isinstance(cfg.get("trace"), bool):  # shorthand: trace on/off
+            cfg["trace"] = {"enabled": cfg["trace"]}
     line = ProgressLine() if progress is True else None
     cb: Callable[[int, int, int], None] | None = line
     if line is None and callable(progress):
@@ -390,7 +405,7 @@ def simulate(config: LoadedModel | Mapping[str, Any], *, seed: int | None = None
         cb = two_args
     try:
         path = None if trace_file is None else str(trace_file)
-        outcome, tr, interrupted, cols = _sim.run(cfg, cb, path, trace_format)
+        outcome, tr, interrupted, cols = _sim.run(cfg, cb, path, trace_format, over or None)
     finally:
         if line:
             line.close()

@@ -1,4 +1,4 @@
-"""Parameter sweeps (``irqlab sweep GRID.yaml``; DESIGN.md §12; guide:
+"""Parameter sweeps (``irqlab sweep GRID.yaml``; docs/sweep.md; guide:
 docs/sweep.md).
 
 A grid names a base model, model fields to vary (lists, linear or log
@@ -413,7 +413,7 @@ def flatten(data: Any, prefix: str) -> dict[str, Any]:
 def run_point(grid: Grid, point: Mapping[str, Any]) -> dict[str, Any]:
     """Run one point; returns its recorded values (no point columns).
     An invalid point gives ``error`` instead of raising."""
-    from irqlab.analysis import bounds
+    from irqlab.analysis import analyze
     from irqlab.sim import simulate
 
     data: dict[str, Any] = {}
@@ -430,7 +430,7 @@ def run_point(grid: Grid, point: Mapping[str, Any]) -> dict[str, Any]:
     if grid.mode in ("simulate", "both"):
         data["sim"] = simulate(m).metrics
     if grid.mode in ("analyze", "both"):
-        data["analysis"] = bounds(m)
+        data["analysis"] = analyze(m)
     return _recorded(grid, data)
 
 

@@ -1,6 +1,6 @@
 """Read back a trace that ``irqlab simulate`` wrote, in either of its two
 formats, as trace-event dicts (``{"traceEvents": [...]}``, the shape of
-``trace.json``): what ``irqlab report`` draws its Gantt chart from.
+``trace.json``): what ``irqlab report`` draws its timeline from.
 
 * ``trace.json`` (trace-event JSON) is loaded as it is.
 * ``trace.pftrace`` (Perfetto's protobuf format, written by

@@ -17,7 +17,7 @@ QUEST = ["quest-table1", "quest-shared-iovcpu", "quest-overhead", "quest-pibs-vs
 
 def test_list_names_every_quest_experiment(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["reproduce", "--list"]) == 0
-    names = capsys.readouterr().out.split()
+    names = [line.split()[0] for line in capsys.readouterr().out.splitlines()]
     assert set(QUEST) <= set(names)
 
 

@@ -16,14 +16,8 @@
 
 use crate::rta::{response_time, Analysed, Interferer};
 
-/// VCPU budget replenishment (VINT §III).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Replenish {
-    /// Full refill every period: release jitter `T - C`.
-    Deferrable,
-    /// Replenished `T` after use: zero jitter.
-    Sporadic,
-}
+/// VCPU budget replenishment (VINT §III), defined in the core.
+pub use irqlab_core::vint::Replenish;
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct Vcpu {

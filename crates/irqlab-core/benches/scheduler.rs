@@ -1,5 +1,5 @@
 //! Cost of one scheduling decision vs the number of servers on one CPU
-//! (DESIGN.md §9): irqlab's scheduler next to a Quest-style linear scan
+//! (docs/performance.md): irqlab's scheduler next to a Quest-style linear scan
 //! (QUEST-VCPU Alg. 1 line 3 as Quest implements it: call `update-budget`
 //! on every runnable VCPU and keep the best) over the same servers, in the
 //! same run.

@@ -1,6 +1,6 @@
 //! Time and utilization newtypes.
 //!
-//! Design principles (DESIGN.md §2): time is integer nanoseconds everywhere;
+//! Design principles (docs/architecture.md): time is integer nanoseconds everywhere;
 //! utilization is an exact rational so that eligibility arithmetic
 //! (QUEST-VCPU Alg. 7 line 5, `e += used / U`) is exact and deterministic.
 //! Floats appear only when a value is turned into a report.

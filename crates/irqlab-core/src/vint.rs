@@ -1,8 +1,20 @@
-//! vINT's pseudo-VCPU budget rule (VINT §V-A, Eq. 1 and Eq. 2), the one
-//! definition the resolved system, the analysis and the VMM all use.
+//! vINT's pseudo-VCPU budget rule (VINT §V-A, Eq. 1 and Eq. 2) and the
+//! replenishment rules of VINT §III, the one definition of each that the
+//! resolved system, the analysis, the simulator and the VMM all use.
 //!
 //! Design principle: integer nanoseconds, no rounding but the instance
 //! count's ceiling; the callers say which interrupts are managed.
+
+/// How a VCPU's (or a pseudo-VCPU's) budget comes back (VINT §III).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Replenish {
+    /// Full refill at every period boundary (deferrable server): release
+    /// jitter `T - C` in the analysis.
+    Deferrable,
+    /// What was used comes back one period after its use (sporadic
+    /// server): no release jitter.
+    Sporadic,
+}
 
 /// Budget of the pseudo-VCPU of one managed virtual interrupt: per
 /// pseudo-VCPU period `t_p`, `ceil(t_p / t_i)` instances of its own ISR +

@@ -1,4 +1,4 @@
-//! Property tests of the servers under random workloads (DESIGN.md §11).
+//! Property tests of the servers under random workloads (docs/architecture.md).
 //! Each property is stated with the conditions under which the theory
 //! promises it: a preempted or overloaded server may legitimately consume
 //! more than C in a window of T (back-to-back execution, as a periodic task

@@ -1,5 +1,5 @@
 //! The `costs:` section of a model: what `irqlab calibrate` measured on one
-//! machine (DESIGN.md §10) -- timer and thread wake-up latency, context
+//! machine (docs/model.md) -- timer and thread wake-up latency, context
 //! switch, the runtime supervisor's decision and priority-switch cost, the
 //! runtime top half's per-event cost and the kernel's own per-packet hard
 //! IRQ and NET_RX softirq cost from ftrace -- each as a distribution

@@ -1,4 +1,4 @@
-//! irqlab-model: the typed YAML description of a system (DESIGN.md §4) --
+//! irqlab-model: the typed YAML description of a system (docs/model.md) --
 //! machine and interrupt path, VCPUs, tasks, devices, xHCI interrupter maps
 //! and fd bindings -- with unit-bearing values and validation that names the
 //! field path, the value and the rule.

@@ -1,4 +1,4 @@
-//! The YAML system model (DESIGN.md §4): what a user writes.
+//! The YAML system model (docs/model.md): what a user writes.
 //!
 //! Design principles: every section is a plain serde type with
 //! `deny_unknown_fields` (a typo is an error, never silently ignored); every

@@ -54,12 +54,13 @@ fn usb_latency_bound(
     ))
 }
 
-/// VINT Eq. 3-8 for a hypervisor configuration (the resolved `SimConfig`
-/// as JSON text, `irqlab_analysis::system::hypervisor_bounds`); returns the bounds as
+/// VINT Eq. 3-8 for a hypervisor configuration (a resolved `System`
+/// handle, or the resolved `SimConfig` as JSON text or a dict,
+/// `irqlab_analysis::system::hypervisor_bounds`); returns the bounds as
 /// JSON text. Bad configurations raise `ValueError` naming the field.
 #[pyfunction]
-fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
-    let cfg = crate::sim_api::parse_config(config_json)?;
+fn hypervisor_bounds(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<String> {
+    let cfg = crate::sim_api::extract_config(py, config)?;
     let b = crate::guard("hypervisor_bounds", || {
         irqlab_analysis::system::hypervisor_bounds(&cfg)
             .map_err(|e| PyValueError::new_err(e.to_string()))
@@ -68,11 +69,11 @@ fn hypervisor_bounds(config_json: &str) -> PyResult<String> {
 }
 
 /// Bounds of a `quest`, `quest-no-iovcpu` or `linux` configuration
-/// (`irqlab_analysis::system::model_bounds`), JSON text in and out.
+/// (`irqlab_analysis::system::model_bounds`): a resolved `System` handle,
+/// or the `SimConfig` as JSON text or a dict, in; JSON text out.
 #[pyfunction]
-fn model_bounds(config_json: &str) -> PyResult<String> {
-    let cfg = irqlab_sim::SimConfig::from_json_str(config_json)
-        .map_err(|e| PyValueError::new_err(format!("simulation config: {e}")))?;
+fn model_bounds(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<String> {
+    let cfg = crate::sim_api::extract_config(py, config)?;
     let b = irqlab_analysis::system::model_bounds(&cfg)
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     serde_json::to_string(&b).map_err(|e| PyValueError::new_err(e.to_string()))
@@ -412,6 +413,8 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(vint_sweep, &m)?)?;
     m.add_function(wrap_pyfunction!(hypervisor_bounds, &m)?)?;
     m.add_function(wrap_pyfunction!(model_bounds, &m)?)?;
+    // the arrival period of a source that arrives once in all (`arrivals`)
+    m.add("ONCE", irqlab_analysis::system::arrivals::ONCE)?;
     m.add_function(wrap_pyfunction!(fp_rta, &m)?)?;
     m.add_function(wrap_pyfunction!(uunifast, &m)?)?;
     m.add_function(wrap_pyfunction!(periods, &m)?)?;

@@ -1,5 +1,7 @@
 //! `irqlab._native.model`: load and validate a YAML system model, and lower
-//! it into the simulator's configuration. Invalid models raise
+//! it into the resolved system (`irqlab_system::SimConfig`), held in Rust by
+//! a [`System`] handle that the simulator and the analysis read directly
+//! (`resolve`: one parse of the YAML for every back end). Invalid models raise
 //! `irqlab._native.model.ModelError` (a `ValueError`) whose message lists
 //! every problem, one per line, each with its field path, and whose
 //! `errors` attribute holds the same problems as `(path, value, rule)`
@@ -79,6 +81,48 @@ fn lower(py: Python<'_>, text: &str, base_dir: &str) -> PyResult<String> {
     serde_json::to_string(&cfg).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// The resolved system of a model, held in Rust: the simulator
+/// (`irqlab._native.sim.run`) and the analysis
+/// (`irqlab._native.analysis.model_bounds` / `hypervisor_bounds`) take it
+/// as it is, with no JSON text or Python objects in between.
+#[pyclass(module = "irqlab._native.model", name = "System", frozen)]
+pub struct System {
+    pub(crate) cfg: irqlab_sim::SimConfig,
+}
+
+#[pymethods]
+impl System {
+    /// The resolved system as JSON text (every default filled in).
+    fn config_json(&self) -> PyResult<String> {
+        serde_json::to_string(&self.cfg).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The resolved system as the objects `json.loads` gives for its JSON.
+    fn config<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        crate::topy::to_py(py, &self.cfg)
+    }
+
+    /// The machine's interrupt path (`machine.path`).
+    #[getter]
+    fn path(&self) -> &'static str {
+        self.cfg.path.name()
+    }
+}
+
+/// Validate `text` and resolve it once: `(model_json, warnings, system)`.
+/// `base_dir` resolves relative files (trace CSVs).
+#[pyfunction]
+fn resolve(py: Python<'_>, text: &str, base_dir: &str) -> PyResult<(String, Vec<String>, System)> {
+    let (m, warnings) = load_model(py, text)?;
+    let json = serde_json::to_string(&m).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let cfg = crate::guard("resolve", || {
+        let cfg = irqlab_sim::from_model(&m, Path::new(base_dir)).map_err(|e| sim_error(py, e))?;
+        cfg.check().map_err(|e| sim_error(py, e))?;
+        Ok(cfg)
+    })?;
+    Ok((json, warnings, System { cfg }))
+}
+
 /// Validate a costs file (`irqlab calibrate --out`, only a `costs:`
 /// section); returns `(costs_json, warnings)`.
 #[pyfunction]
@@ -132,6 +176,8 @@ pub fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(is_costs_file, &m)?)?;
     m.add_function(wrap_pyfunction!(apply_costs, &m)?)?;
     m.add_function(wrap_pyfunction!(lower, &m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, &m)?)?;
+    m.add_class::<System>()?;
     m.add_function(wrap_pyfunction!(parse_duration, &m)?)?;
     m.add_function(wrap_pyfunction!(schema, &m)?)?;
     parent.add_submodule(&m)?;

@@ -31,7 +31,10 @@ use pyo3::types::{PyBytes, PyDict};
 /// `json.dumps` so that the error is the JSON path's, naming the field
 /// path, the value and the rule. The slow paths read the tagged objects as
 /// serde's derive does (`exact_errors`), so errors are worded as before.
-fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
+pub(crate) fn extract_config(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<SimConfig> {
+    if let Ok(sys) = config.cast::<crate::model_api::System>() {
+        return Ok(sys.get().cfg.clone());
+    }
     if let Ok(text) = config.extract::<&str>() {
         return parse_config(text);
     }
@@ -104,6 +107,53 @@ fn next_slice(slice: u64, took: Duration) -> u64 {
     }
 }
 
+/// Apply the run options of `overrides` to `cfg`: `seed` and `duration`
+/// (integer ns) replace the configured ones, `trace` and `records` (dicts
+/// of their fields) replace the whole section, `trace_merge` sets only the
+/// trace fields it names. Any other key is an error naming it.
+fn apply_overrides(cfg: &mut SimConfig, overrides: &Bound<'_, PyDict>) -> PyResult<()> {
+    let bad = |key: &str, e: &dyn std::fmt::Display| PyValueError::new_err(format!("{key}: {e}"));
+    for (k, v) in overrides.iter() {
+        let key: String = k.extract()?;
+        match key.as_str() {
+            "seed" => cfg.seed = v.extract().map_err(|e| bad("seed", &e))?,
+            "duration" => cfg.duration = v.extract().map_err(|e| bad("duration", &e))?,
+            "trace" => {
+                cfg.trace = crate::frompy::from_py(&v).map_err(|e| bad("trace", &e))?;
+            }
+            "records" => {
+                cfg.records = crate::frompy::from_py(&v).map_err(|e| bad("records", &e))?;
+            }
+            "trace_merge" => {
+                let d = v.cast::<PyDict>().map_err(|e| bad("trace", &e))?;
+                for (f, x) in d.iter() {
+                    let field: String = f.extract()?;
+                    match field.as_str() {
+                        "enabled" => {
+                            cfg.trace.enabled = x.extract().map_err(|e| bad("trace.enabled", &e))?
+                        }
+                        "until" => {
+                            cfg.trace.until = x.extract().map_err(|e| bad("trace.until", &e))?
+                        }
+                        "max_events" => {
+                            cfg.trace.max_events =
+                                x.extract().map_err(|e| bad("trace.max_events", &e))?
+                        }
+                        other => return Err(bad("trace", &format!("unknown field {other:?}"))),
+                    }
+                }
+            }
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "{other}: not a run option (seed, duration, trace, trace_merge, records)"
+                )))
+            }
+        }
+    }
+    cfg.check()
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 /// `(outcome, trace_json, interrupted, records)`.
 type RunResult<'py> = (Outcome, String, bool, Bound<'py, PyDict>);
 
@@ -147,8 +197,9 @@ impl Outcome {
     }
 }
 
-/// Simulate `config` (a dict in the shape of `SimConfig`, or its JSON
-/// text) in slices of simulated time, releasing the GIL
+/// Simulate `config` (a resolved `System` handle, a dict in the shape of
+/// `SimConfig`, or its JSON text), with the run options of `overrides`
+/// applied to it (see `apply_overrides`), in slices of simulated time, releasing the GIL
 /// during each slice and checking for signals (Ctrl-C) between slices;
 /// `progress(now_ns, duration_ns, events)` is called between slices
 /// (`events`: events processed so far). Returns
@@ -161,18 +212,22 @@ impl Outcome {
 /// little-endian bytes for `numpy.frombuffer`. On Ctrl-C the run ends at
 /// the time reached (metrics marked `partial`) and `interrupted` is true.
 #[pyfunction]
-#[pyo3(signature = (config, progress=None, trace_path=None, trace_format="json"))]
+#[pyo3(signature = (config, progress=None, trace_path=None, trace_format="json", overrides=None))]
 fn run<'py>(
     py: Python<'py>,
     config: &Bound<'py, PyAny>,
     progress: Option<Bound<'py, PyAny>>,
     trace_path: Option<PathBuf>,
     trace_format: &str,
+    overrides: Option<Bound<'py, PyDict>>,
 ) -> PyResult<RunResult<'py>> {
     let format: TraceFormat = trace_format
         .parse()
         .map_err(|e: String| PyValueError::new_err(format!("trace_format: {e}")))?;
-    let cfg = extract_config(py, config)?;
+    let mut cfg = extract_config(py, config)?;
+    if let Some(o) = &overrides {
+        apply_overrides(&mut cfg, o)?;
+    }
     // kept for `Outcome::config`: the simulation widens `window` and, when
     // stopped early, shortens `duration` in its own copy
     let resolved = cfg.clone();

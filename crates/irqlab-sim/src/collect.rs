@@ -1,6 +1,6 @@
 //! What a simulation measures, apart from the mechanics: per-server,
 //! per-task and per-CPU statistics kept while the machine runs, and the
-//! `Metrics` built from them at the end (DESIGN.md §5).
+//! `Metrics` built from them at the end (docs/simulator.md).
 //!
 //! Design principles:
 //! * The mechanics call in at a few points (time charged to a server, a
@@ -16,8 +16,8 @@ use crate::metrics::{
     CpuMetrics, DeviceMetrics, Dist, Metrics, ServerMetrics, TaskMetrics, VirqMetrics,
 };
 use crate::paths::hypervisor::CDF_BOUNDS;
-use crate::supply::{Replenish, VcpuSupply};
 use crate::trace::Trace;
+use crate::vcpu_response::{Replenish, VcpuResponses};
 
 mod windows;
 
@@ -40,7 +40,7 @@ pub(crate) struct ServerInfo {
     /// holds a latency recorder (most of its size), and most servers have
     /// none, so a server's state stays small (10,000 servers: 1.4 MB, not
     /// 4.6 MB, of memory touched, in cache and faulted in).
-    pub(crate) supply: Option<Box<VcpuSupply>>,
+    pub(crate) supply: Option<Box<VcpuResponses>>,
     /// In its CPU's `whole_watch` (it stays there, unlooked at, while
     /// `whole_from` is in the future, even if it no longer waits).
     pub(crate) whole_watched: bool,
@@ -71,7 +71,7 @@ impl ServerInfo {
         cpu: usize,
         local: ServerId,
         period: Option<u64>,
-        supply: Option<VcpuSupply>,
+        supply: Option<VcpuResponses>,
     ) -> ServerInfo {
         ServerInfo {
             name,
@@ -95,13 +95,13 @@ impl ServerInfo {
 }
 
 /// The response-time observer of a budgeted server, if it has a budget.
-pub(crate) fn supply_of(p: &PolicyCfg) -> Option<VcpuSupply> {
+pub(crate) fn supply_of(p: &PolicyCfg) -> Option<VcpuResponses> {
     match *p {
         PolicyCfg::Deferrable { budget, period } => {
-            Some(VcpuSupply::new(Replenish::Deferrable, budget, period, 0))
+            Some(VcpuResponses::new(Replenish::Deferrable, budget, period, 0))
         }
         PolicyCfg::Sporadic { budget, period, .. } => {
-            Some(VcpuSupply::new(Replenish::Sporadic, budget, period, 0))
+            Some(VcpuResponses::new(Replenish::Sporadic, budget, period, 0))
         }
         _ => None,
     }

@@ -1,5 +1,5 @@
 //! irqlab-sim: a deterministic discrete-event simulator of machines whose
-//! scheduling decisions are all taken by `irqlab-core` (DESIGN.md §5).
+//! scheduling decisions are all taken by `irqlab-core` (docs/simulator.md).
 //!
 //! Design principles: the simulator never re-implements a policy; it feeds
 //! the core time and events and carries out its `Dispatch`. Events are
@@ -16,11 +16,11 @@ pub mod metrics;
 mod paths;
 mod program;
 pub mod records;
-mod supply;
 #[cfg(feature = "testgen")]
 pub mod testgen;
 mod thread;
 pub mod trace;
+mod vcpu_response;
 
 pub use irqlab_system::from_model;
 /// The simulator's errors are the resolved system's.

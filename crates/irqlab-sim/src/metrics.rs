@@ -1,4 +1,4 @@
-//! What a simulation measures (DESIGN.md §5), as plain serializable data:
+//! What a simulation measures (docs/simulator.md), as plain serializable data:
 //! the `metrics.json` of `irqlab simulate` (every field documented in
 //! docs/metrics.md; JSON Schema in docs/schemas/metrics.schema.json,
 //! generated from these types by `schemars`).

@@ -1,4 +1,4 @@
-//! The schedule trace (DESIGN.md §5): compact typed records while the
+//! The schedule trace (docs/simulator.md): compact typed records while the
 //! machine runs, written at the end straight to a file (or any writer) as
 //! Chrome / Perfetto trace-event JSON or as Perfetto's protobuf format
 //! (`trace/perfetto.rs`).

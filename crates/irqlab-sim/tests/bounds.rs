@@ -1,4 +1,4 @@
-//! Cross-check with the analysis (DESIGN.md §6, §11): on random systems no
+//! Cross-check with the analysis (docs/analysis.md): on random systems no
 //! simulated response time exceeds a bound the analysis calls safe.
 //!
 //! Fixed-priority task sets (tasks in unbounded servers ranked by period,

@@ -1,5 +1,5 @@
 //! Robustness: any configuration, valid or not, gives metrics or an error
-//! naming the field -- never a panic or a hang (DESIGN.md §11). Random
+//! naming the field -- never a panic or a hang (docs/simulator.md). Random
 //! systems mix every server policy, device kind, interrupt path and program
 //! phase, with references that may point nowhere (the generators are in
 //! `irqlab_sim::testgen`, shared with the fuzz target `config_extreme`).

@@ -19,13 +19,9 @@ use std::collections::VecDeque;
 
 use irqlab_core::Nanos;
 
-/// Replenishment rule of a pseudo-VCPU (budget and counter).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Replenish {
-    Deferrable,
-    Sporadic,
-}
+/// Replenishment rule of a pseudo-VCPU (budget and counter), defined in
+/// the core.
+pub use irqlab_core::vint::Replenish;
 
 /// A pseudo-VCPU for one managed virtual interrupt.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

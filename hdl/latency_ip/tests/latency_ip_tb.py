@@ -387,7 +387,7 @@ async def axi_backpressure(dut) -> None:
 
 @cocotb.test()
 async def table4_scenarios(dut) -> None:
-    """400 samples per LATENCY-IP Table 4 scenario through the IP (DESIGN.md §8)."""
+    """400 samples per LATENCY-IP Table 4 scenario through the IP (docs/measure.md)."""
     out = os.environ.get("IRQLAB_LATENCY_OUT")
     if out is None or table4.SAMPLES > (1 << 20):
         return

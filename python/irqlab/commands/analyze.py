@@ -27,7 +27,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from irqlab.analysis import hypervisor_bounds, model_bounds, usb_io_bounds
+from irqlab._native.analysis import ONCE
+from irqlab.analysis import analyze
 from irqlab.model import load
 
 
@@ -56,9 +57,8 @@ def verdict(ok: bool, note: str | None) -> str:
     return "ok" if ok else "FAILS" + (f" ({note})" if note else "")
 
 
-def hypervisor_report(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Print VINT Eq. 3-8 per CPU; returns the bounds (JSON-ready)."""
-    bounds = hypervisor_bounds(cfg)
+def hypervisor_report(bounds: dict[str, Any]) -> None:
+    """Print VINT Eq. 3-8 per CPU (``hypervisor_bounds``)."""
     for c in bounds["cpus"]:
         o = c["switch_overhead"]
         print(f"  cpu {c['cpu']} ({c['replenish']} replenishment"
@@ -102,28 +102,11 @@ def hypervisor_report(cfg: dict[str, Any]) -> dict[str, Any]:
                   f"{cross} vs {fmt(v['limit'])} -> "
                   f"{'serviceable' if v['serviceable'] else 'NOT serviceable'}"
                   + (f" ({v['note']})" if v["note"] else ""))
-    return bounds
 
 
-def hypervisor_failures(bounds: dict[str, Any]) -> list[str]:
-    """Why a hypervisor machine is not fully bounded (empty: it is)."""
-    out = []
-    for c in bounds["cpus"]:
-        if c["note"]:
-            out.append(f"cpu {c['cpu']}: {c['note']}")
-        out += [f"server {s['name']}: Eq. 3 exceeds its period"
-                for s in c["servers"] if not s["schedulable"]]
-        out += [f"task {t['name']}: {t['note'] or 'Eq. 4 exceeds its deadline'}"
-                for t in c["tasks"] if not t["schedulable"]
-                and not (t["note"] or "").startswith("background task")]
-        out += [f"virtual interrupt {v['name']}: {v['note'] or 'not serviceable'}"
-                for v in c["virtual_interrupts"] if not v["serviceable"]]
-    return out
-
-
-def model_report(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Print the bounds of a quest / quest-no-iovcpu / linux machine."""
-    b = model_bounds(cfg)
+def model_report(b: dict[str, Any]) -> None:
+    """Print the bounds of a quest / quest-no-iovcpu / linux machine
+    (``model_bounds``)."""
     by_cpu: dict[int, list[dict[str, Any]]] = {}
     for t in b["tasks"]:
         by_cpu.setdefault(t["cpu"], []).append(t)
@@ -133,7 +116,7 @@ def model_report(cfg: dict[str, Any]) -> dict[str, Any]:
               + (f"{load * 100:.2f}%" if load is not None else "unbounded"))
         for x in c["interrupts"]:
             arr = x["arrivals"]
-            if arr and arr[1] >= 1 << 61:  # arrival_bounds::ONCE
+            if arr and arr[1] >= ONCE:
                 every = f"{arr[0]} in total"
             elif arr:
                 every = f"{arr[0]} every {fmt(arr[1])}" + (
@@ -173,18 +156,15 @@ def model_report(cfg: dict[str, Any]) -> dict[str, Any]:
               f"{fmt(t['device'])} + moderation {fmt(t['moderation'])} + top half "
               f"{fmt(t['top_half'])} + eligibility {fmt(t['eligibility'])} + bottom half "
               f"{fmt(t['bottom_half'])})")
-    return b
 
 
-def usb_report(cfg: dict[str, Any]) -> list[dict[str, Any]]:
-    """USB-DIFFSERV Eq. 1-3 for every task reading a USB device through an
-    I/O VCPU (sporadic Main VCPU, PIBS I/O VCPU)."""
-    out = usb_io_bounds(cfg)
+def usb_report(out: list[dict[str, Any]]) -> None:
+    """Print USB-DIFFSERV Eq. 1-3 for every task reading a USB device
+    through an I/O VCPU (sporadic Main VCPU, PIBS I/O VCPU)."""
     for e in out:
         print(f"  {e['task']} reading {e['device']}: USB-DIFFSERV Eq. 1-3 latency <= "
               f"{e['latency_bound_ns'] / 1e6:.3f} ms, throughput >= "
               f"{e['throughput_bound_bytes_per_s']:.0f} B/s")
-    return out
 
 
 def report_verdict(failures: list[str]) -> int:
@@ -198,18 +178,14 @@ def report_verdict(failures: list[str]) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    cfg = load(args.model).sim_config
-    if cfg["path"] == "hypervisor":
+    result = analyze(load(args.model))
+    if result["path"] == "hypervisor":
         print(f"{args.model}: analysis (VINT §VI)")
-        hv = hypervisor_report(cfg)
-        failures = hypervisor_failures(hv)
-        result: dict[str, Any] = {"hypervisor": hv}
+        hypervisor_report(result["hypervisor"])
     else:
-        print(f"{args.model}: analysis ({cfg['path']} path)")
-        b = model_report(cfg)
-        result = {"model": b, "io_bounds": usb_report(cfg)}
-        failures = b["failures"]
-    result["verdict"] = {"ok": not failures, "failures": failures}
+        print(f"{args.model}: analysis ({result['path']} path)")
+        model_report(result["model"])
+        usb_report(result["io_bounds"])
     if args.json:
         args.json.write_text(json.dumps(result, indent=1) + "\n")
-    return report_verdict(failures)
+    return report_verdict(result["verdict"]["failures"])

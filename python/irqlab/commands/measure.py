@@ -1,4 +1,4 @@
-"""``irqlab measure``: latency statistics and reports (DESIGN.md §8, §10).
+"""``irqlab measure``: latency statistics and reports (docs/measure.md).
 
 Sub-commands:
 

@@ -19,8 +19,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="HTML file (default: RUN_DIR/report.html for one run, report.html "
                    "for several)")
     p.add_argument("--window", default=None,
-                   help="Gantt chart window START:END, e.g. 0ms:20ms (default: the first "
-                   "20 ms of the trace)")
+                   help="the timeline's first view START:END, e.g. 0ms:20ms (default: the "
+                   "whole run; the page pans and zooms over all of it)")
     p.add_argument("--names", default=None, help="comma-separated run labels")
     p.set_defaults(func=run)
 

@@ -48,24 +48,22 @@ def run(args: argparse.Namespace) -> int:
     if args.out.exists() and not args.out.is_dir():
         raise ValueError(f"--out: {args.out} exists and is not a directory")
     m = load(args.model)
-    cfg = m.sim_config
+    seed = duration = max_events = None
     if args.seed is not None:
         if args.seed < 0:
             raise ValueError(f"--seed: {args.seed} must be a non-negative integer")
         if args.seed >= 1 << 64:
             raise ValueError(f"--seed: {args.seed} must be below 2**64")
-        cfg["seed"] = args.seed
+        seed = args.seed
     if args.duration is not None:
         try:
-            cfg["duration"] = parse_duration(args.duration)
+            duration = parse_duration(args.duration)
         except ValueError as e:
             raise ValueError(f"--duration: {e}") from None
-    if args.trace or args.report:
-        cfg["trace"] = {**cfg.get("trace", {}), "enabled": True}
     if args.trace_max_events is not None:
         if args.trace_max_events < 1:
             raise ValueError(f"--trace-max-events: {args.trace_max_events} must be positive")
-        cfg["trace"] = {**cfg.get("trace", {}), "max_events": args.trace_max_events}
+        max_events = args.trace_max_events
     progress = sys.stderr.isatty() if args.progress is None else args.progress
     interrupted = False
     try:
@@ -74,8 +72,11 @@ def run(args: argparse.Namespace) -> int:
             args.out.mkdir(parents=True, exist_ok=True)
             name = "trace.pftrace" if args.trace_format == "perfetto" else "trace.json"
             trace_file = args.out / name
-        result = simulate(cfg, progress=progress, trace_file=trace_file,
-                          trace_format=args.trace_format)
+        # the model as loaded, run from its resolved system in Rust: the
+        # YAML is parsed once, and nothing crosses to Python but the results
+        result = simulate(m, seed=seed, duration_ns=duration, progress=progress,
+                          trace_file=trace_file, trace_format=args.trace_format,
+                          trace_max_events=max_events)
     except SimulationInterrupted as e:
         result, interrupted = e.result, True
     if result.metrics.get("trace_truncated"):

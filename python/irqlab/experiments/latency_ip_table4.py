@@ -49,6 +49,9 @@ from irqlab.measure import readers, report, stats, table4
 
 NAME = "latency-ip-table4"
 TITLE = "LATENCY-IP Table 4 measured: this machine's latencies replayed through the IP (GHDL)"
+SECONDS = {"quick": 30, "full": 89}  # measured: see irqlab.experiments
+NEEDS = ("root", "real threads", "GHDL", "checkout")
+OPTIONAL = ("/dev/kvm", "cargo")
 # Measured on this machine: its claims and falsifiers are reported, not asserted
 # by the test suite (timing is the machine's).
 MEASURED = True

@@ -28,6 +28,7 @@ from irqlab.sim import simulate
 
 NAME = "quest-overhead"
 TITLE = "QUEST-VCPU Figure 7: scheduler overhead vs number of VCPUs (100 us and 1 ms units)"
+SECONDS = {"quick": 5, "full": 7}  # measured: see irqlab.experiments
 
 # Per-operation costs (ns) measured by bench/bench_core.py on this machine:
 # irqlab's decision ~80 ns; a Quest-style list scan adds ~2.7 ns per VCPU

@@ -29,6 +29,8 @@ from irqlab.experiments._measured import band_check, ratio, skipped
 
 NAME = "quest-overhead-real"
 TITLE = "QUEST-VCPU Figure 7 measured: supervisor CPU time, 24 Main VCPUs on real threads"
+SECONDS = {"quick": 14, "full": 60}  # measured: see irqlab.experiments
+NEEDS = ("real threads",)
 # Measured on this machine: its claims and falsifiers are reported, not asserted
 # by the test suite (timing is the machine's).
 MEASURED = True

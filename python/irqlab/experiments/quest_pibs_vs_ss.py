@@ -35,6 +35,7 @@ from irqlab.sim import simulate
 
 NAME = "quest-pibs-vs-ss"
 TITLE = "QUEST-VCPU Table 2 / Figures 4-5: PIBS vs sporadic-server I/O VCPU under a ping flood"
+SECONDS = {"quick": 7, "full": 17}  # measured: see irqlab.experiments
 
 UNIT = 100_000
 US = 1_000

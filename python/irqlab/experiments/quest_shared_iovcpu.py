@@ -27,6 +27,7 @@ from irqlab.sim import simulate
 
 NAME = "quest-shared-iovcpu"
 TITLE = "QUEST-VCPU Table 3 / Figure 6: shared vs separate I/O VCPUs for USB and network"
+SECONDS = {"quick": 3, "full": 3}  # measured: see irqlab.experiments
 
 UNIT = 100_000
 US = 1_000

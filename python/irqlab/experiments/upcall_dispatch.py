@@ -38,6 +38,9 @@ from irqlab.experiments._measured import band_check, ratio, skipped
 
 NAME = "upcall-dispatch"
 TITLE = "UPCALL Figures 4-6 measured: UDP echo bandwidth, RTT and jitter, upcall vs SIGIO vs AIO"
+SECONDS = {"quick": 17, "full": 104}  # measured: see irqlab.experiments
+NEEDS = ("root", "2 CPUs", "cargo", "checkout")
+OPTIONAL = ("BPF",)
 # Measured on this machine: its claims and falsifiers are reported, not asserted
 # by the test suite (timing is the machine's).
 MEASURED = True

@@ -24,6 +24,8 @@ from irqlab.experiments._measured import band_check, ratio, skipped
 
 NAME = "upcall-fig1"
 TITLE = "UPCALL Figure 1 measured: timer-event dispatch latency ID / IE / BHD (tracepoints)"
+SECONDS = {"quick": 11, "full": 19}  # measured: see irqlab.experiments
+NEEDS = ("root", "tracefs", "2 CPUs")
 # Measured on this machine: its claims and falsifiers are reported, not asserted
 # by the test suite (timing is the machine's).
 MEASURED = True

@@ -25,6 +25,8 @@ from irqlab.experiments._measured import band_check, ratio, skipped
 
 NAME = "upcall-fig2"
 TITLE = "UPCALL Figure 2 measured: network-event dispatch latency ID+IE / BHD (tracepoints)"
+SECONDS = {"quick": 10, "full": 20}  # measured: see irqlab.experiments
+NEEDS = ("root", "tracefs", "2 CPUs")
 # Measured on this machine: its claims and falsifiers are reported, not asserted
 # by the test suite (timing is the machine's).
 MEASURED = True

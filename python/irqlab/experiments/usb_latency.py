@@ -50,6 +50,7 @@ from irqlab.sim import simulate
 
 NAME = "usb-latency"
 TITLE = "USB-DIFFSERV Table I / Figures 10-12: USB read latency, Quest vs Linux"
+SECONDS = {"quick": 4, "full": 3}  # measured: see irqlab.experiments
 
 # Table I (us): average, standard deviation, max, min
 PAPER = {

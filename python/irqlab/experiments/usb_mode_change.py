@@ -30,6 +30,7 @@ from irqlab.sim import simulate
 
 NAME = "usb-mode-change"
 TITLE = "USB-DIFFSERV Table III / Figures 17-19: mode change between camera streams"
+SECONDS = {"quick": 4, "full": 4}  # measured: see irqlab.experiments
 
 BLOCK = 9000
 

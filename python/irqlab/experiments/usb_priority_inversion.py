@@ -62,6 +62,7 @@ from irqlab.sim import SimResult, simulate
 
 NAME = "usb-priority-inversion"
 TITLE = "USB-DIFFSERV Table II / Figures 13-14: high-priority read latency under contention"
+SECONDS = {"quick": 4, "full": 5}  # measured: see irqlab.experiments
 
 # reads per period per low task that fit in one budget of the shared I/O
 # VCPU at the high task's inherited period: 10 ms x 50 % / (5 x 200 us)

@@ -20,6 +20,7 @@ from irqlab.sim import simulate
 
 NAME = "usb-roundtrip"
 TITLE = "USB-DIFFSERV Figure 16, Eq. 7-8: round-trip throughput vs I/O VCPU utilization"
+SECONDS = {"quick": 3, "full": 6}  # measured: see irqlab.experiments
 
 PAPER = {2: 512_000, 1: 256_000}
 

@@ -28,6 +28,7 @@ from irqlab.sim import simulate
 
 NAME = "usb-throughput"
 TITLE = "USB-DIFFSERV Figure 15, Eq. 4-6: read throughput vs I/O VCPU utilization"
+SECONDS = {"quick": 2, "full": 2}  # measured: see irqlab.experiments
 
 PAPER = {4: 101_992, 2: 51_097, 1: 25_574}  # bytes/s, Eq. 4-6
 

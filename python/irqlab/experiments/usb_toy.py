@@ -31,6 +31,7 @@ from irqlab.sim import simulate
 
 NAME = "usb-toy"
 TITLE = "USB-DIFFSERV Figures 1-5: toy schedules, Linux vs Quest with and without DiffServ"
+SECONDS = {"quick": 2, "full": 3}  # measured: see irqlab.experiments
 
 U = 1_000_000  # one toy time unit
 

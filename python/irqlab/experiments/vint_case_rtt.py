@@ -32,6 +32,7 @@ from irqlab.sim import simulate
 
 NAME = "vint-case-rtt"
 TITLE = "VINT Figure 10: UDP round-trip latency, Baseline vs Baseline_1ms vs vINT"
+SECONDS = {"quick": 2, "full": 5}  # measured: see irqlab.experiments
 
 WIRE = 30 * US
 SCHEMES = {

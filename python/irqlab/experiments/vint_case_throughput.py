@@ -32,6 +32,7 @@ from irqlab.sim import simulate
 
 NAME = "vint-case-throughput"
 TITLE = "VINT Figure 11: receive throughput vs VCPU utilization, Baseline vs vINT"
+SECONDS = {"quick": 2, "full": 4}  # measured: see irqlab.experiments
 
 UTILS = [20, 30, 40, 50, 60]
 PACKET = 1500

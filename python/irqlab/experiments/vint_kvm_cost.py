@@ -44,6 +44,8 @@ from irqlab.sim import simulate
 NAME = "vint-kvm-cost"
 MEASURED = True  # runs the real VMM: tests/python/test_vmm.py
 TITLE = "VINT Table III on the real VMM: the extra cost per injection of vINT"
+SECONDS = {"quick": 7, "full": 13}  # measured: see irqlab.experiments
+OPTIONAL = ("/dev/kvm", "real threads", "cargo", "checkout")
 
 # VINT Table III (us): average, maximum.
 PAPER = {"switch": (0.703, 1.192), "accounting": (0.341, 1.265),

@@ -28,6 +28,8 @@ from irqlab.experiments.claims import falsify, key_of, ordering, within
 NAME = "vint-kvm-rtt"
 MEASURED = True  # runs the real VMM: tests/python/test_vmm.py
 TITLE = "VINT Figure 10 on the real VMM: UDP round trips, Baseline vs Baseline_1ms vs vINT"
+SECONDS = {"quick": 15, "full": 64}  # measured: see irqlab.experiments
+OPTIONAL = ("/dev/kvm", "real threads", "cargo", "checkout")
 
 SCHEMES = {"Baseline": "baseline", "Baseline_1ms": "baseline_1ms", "vINT": "vint"}
 PAPER_200US = {"Baseline": 50, "Baseline_1ms": 2, "vINT": 95}

@@ -36,6 +36,8 @@ from irqlab.experiments.claims import falsify, key_of, ordering, within
 NAME = "vint-kvm-storm"
 MEASURED = True  # runs the real VMM: tests/python/test_vmm.py
 TITLE = "VINT Figure 12 on the real VMM: decoder frame rate under an interrupt storm"
+SECONDS = {"quick": 20, "full": 84}  # measured: see irqlab.experiments
+OPTIONAL = ("/dev/kvm", "real threads", "cargo", "checkout")
 
 VARIANTS = {"Baseline, no storm": ("baseline", False), "Baseline": ("baseline", True),
             "vINT": ("vint", True)}

@@ -41,6 +41,8 @@ from irqlab.sim import simulate
 NAME = "vint-kvm-throughput"
 MEASURED = True  # runs the real VMM: tests/python/test_vmm.py
 TITLE = "VINT Figure 11 on the real VMM: UDP throughput, Baseline vs vINT (and Baseline_1ms)"
+SECONDS = {"quick": 21, "full": 84}  # measured: see irqlab.experiments
+OPTIONAL = ("/dev/kvm", "real threads", "cargo", "checkout")
 
 SCHEMES = {"Baseline": "baseline", "Baseline_1ms": "baseline_1ms", "vINT": "vint"}
 FALSIFIERS = {

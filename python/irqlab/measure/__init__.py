@@ -1,4 +1,4 @@
-"""Latency measurement: the Latencies IP driver and the shared statistics (DESIGN.md §8).
+"""Latency measurement: the Latencies IP driver and the shared statistics (docs/measure.md).
 
 * :mod:`~irqlab.measure.regmap`  register map of ``hdl/latency_ip``;
 * :mod:`~irqlab.measure.driver`  ``LatencyIP`` / ``AsyncLatencyIP`` with mmap

@@ -1,4 +1,4 @@
-"""Register driver for the Latencies IP (DESIGN.md §8).
+"""Register driver for the Latencies IP (docs/measure.md).
 
 ``LatencyIP`` (blocking) and ``AsyncLatencyIP`` (awaitable) speak the register
 map of :mod:`irqlab.measure.regmap` over a pluggable back end:

@@ -1,7 +1,7 @@
 """Latency statistics shared by hardware (Latencies IP) and software measurements.
 
 One definition of each figure, used for IP RAM dumps, cyclictest histograms,
-the simulator's and the runtime's recorders alike (DESIGN.md §8):
+the simulator's and the runtime's recorders alike (docs/measure.md):
 
 * average, median, max, min;
 * jitter: the larger distance of max or min from the average (LATENCY-IP §5.3);

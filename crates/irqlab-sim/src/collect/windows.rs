@@ -1,5 +1,5 @@
 //! Busy time per metric window: how the time the machine charges to each
-//! server becomes its `share_windows` (DESIGN.md §5: per-server CPU share
+//! server becomes its `share_windows` (docs/simulator.md: per-server CPU share
 //! over windows).
 //!
 //! Design principles:

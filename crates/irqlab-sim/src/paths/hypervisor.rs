@@ -29,8 +29,8 @@ use crate::config::DeviceKind;
 use crate::cpu::{Isr, IsrSource};
 use crate::engine::EvKind;
 use crate::machine::{core_err, Simulation};
-use crate::supply::{Replenish, VcpuSupply};
 use crate::thread::{BhJob, Deliver};
+use crate::vcpu_response::{Replenish, VcpuResponses};
 use crate::SimError;
 
 /// Run-time state of a virtual interrupt (VINT §III, §V).
@@ -106,7 +106,7 @@ impl Simulation {
                         name,
                         srv,
                         |local| {
-                            let supply = VcpuSupply::new(policy, budget, period, 0);
+                            let supply = VcpuResponses::new(policy, budget, period, 0);
                             ServerInfo::new(n, cpu, local, Some(period), Some(supply))
                         },
                         what,

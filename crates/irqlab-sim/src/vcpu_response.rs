@@ -28,11 +28,7 @@
 
 use irqlab_core::{LatencyRecorder, Nanos};
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Replenish {
-    Deferrable,
-    Sporadic,
-}
+pub(crate) use irqlab_core::vint::Replenish;
 
 #[derive(Copy, Clone, Debug)]
 struct Job {
@@ -44,7 +40,7 @@ struct Job {
 
 /// The observer of one budgeted server.
 #[derive(Clone, Debug)]
-pub(crate) struct VcpuSupply {
+pub(crate) struct VcpuResponses {
     policy: Replenish,
     budget: u64,
     period: u64,
@@ -61,9 +57,9 @@ pub(crate) struct VcpuSupply {
     pub misses: u64,
 }
 
-impl VcpuSupply {
-    pub fn new(policy: Replenish, budget: u64, period: u64, samples: usize) -> VcpuSupply {
-        VcpuSupply {
+impl VcpuResponses {
+    pub fn new(policy: Replenish, budget: u64, period: u64, samples: usize) -> VcpuResponses {
+        VcpuResponses {
             policy,
             budget,
             period: period.max(1),
@@ -185,7 +181,7 @@ impl VcpuSupply {
 mod tests {
     use super::*;
 
-    fn samples(s: &VcpuSupply) -> Vec<u64> {
+    fn samples(s: &VcpuResponses) -> Vec<u64> {
         s.response.samples().iter().map(|n| n.as_ns()).collect()
     }
 
@@ -195,7 +191,7 @@ mod tests {
     /// budget (a miss); the new job of period 2 ends with its work at 21.
     #[test]
     fn deferrable_jobs_and_misses() {
-        let mut s = VcpuSupply::new(Replenish::Deferrable, 3, 10, 64);
+        let mut s = VcpuResponses::new(Replenish::Deferrable, 3, 10, 64);
         s.backlog(0, true);
         s.run(2, 4);
         s.run(6, 7);
@@ -211,7 +207,7 @@ mod tests {
     /// started mid-period and cut by the boundary is not a miss.
     #[test]
     fn deferrable_mid_period() {
-        let mut s = VcpuSupply::new(Replenish::Deferrable, 3, 10, 64);
+        let mut s = VcpuResponses::new(Replenish::Deferrable, 3, 10, 64);
         s.backlog(4, true);
         s.run(4, 5);
         s.run(6, 8); // budget consumed at 8: response 4
@@ -231,7 +227,7 @@ mod tests {
     /// job's after it.
     #[test]
     fn deferrable_run_across_boundary() {
-        let mut s = VcpuSupply::new(Replenish::Deferrable, 3, 10, 64);
+        let mut s = VcpuResponses::new(Replenish::Deferrable, 3, 10, 64);
         s.backlog(0, true);
         s.run(8, 12); // period 0 got 2 of 3 by 10: miss; period 1 job from 10
         s.run(13, 14); // 3 by 14: response 4
@@ -245,7 +241,7 @@ mod tests {
     /// cut.
     #[test]
     fn sporadic_jobs() {
-        let mut s = VcpuSupply::new(Replenish::Sporadic, 3, 10, 64);
+        let mut s = VcpuResponses::new(Replenish::Sporadic, 3, 10, 64);
         s.backlog(5, true);
         s.run(6, 9); // 4
         s.backlog(9, false);
@@ -265,7 +261,7 @@ mod tests {
     /// instant it ran after.
     #[test]
     fn sporadic_whole_again_while_backlogged() {
-        let mut s = VcpuSupply::new(Replenish::Sporadic, 3, 10, 64);
+        let mut s = VcpuResponses::new(Replenish::Sporadic, 3, 10, 64);
         s.backlog(0, true);
         s.run(0, 3); // 3
         s.whole_since(10);
