@@ -31,6 +31,7 @@ use crate::config::{
     PolicyCfg, PseudoCfg, Release, ServerCfg, SimConfig, TaskCfg, TraceCfg, VirqCfg, XhciCfg,
 };
 use crate::error::SystemError;
+use crate::origin::Resolved;
 
 mod costs;
 mod vms;
@@ -63,6 +64,27 @@ fn ns(d: Option<irqlab_model::units::Duration>) -> u64 {
 /// Lower a model into a simulation configuration. `base` is the directory
 /// of the model file (for trace CSV files).
 pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SystemError> {
+    let mut cfg = lower(m, base)?;
+    if let Some(c) = &m.costs {
+        costs::apply(&mut cfg, c);
+    }
+    Ok(cfg)
+}
+
+/// Lower a model for a back end that runs it for real (the runtime, the
+/// VMM): the resolved system as the model states it -- measured `costs:`
+/// not folded in, since a real run pays this machine's overheads by
+/// itself -- with the origin of each part (`origin.rs`). Everything else is
+/// `from_model`'s lowering, the same code.
+pub fn resolve(m: &Model, base: &Path) -> Result<Resolved, SystemError> {
+    Ok(Resolved {
+        config: lower(m, base)?,
+        origin: crate::origin::of(m),
+    })
+}
+
+/// The lowering itself, without the measured costs.
+fn lower(m: &Model, base: &Path) -> Result<SimConfig, SystemError> {
     if m.machine.path == PathKind::Hypervisor {
         let vms = m.vms.as_ref().ok_or_else(|| missing("vms".into(), "vms"))?;
         return from_vms(m, vms);
@@ -345,7 +367,7 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SystemError> {
         }
     }
     let s = &m.simulation;
-    let mut cfg = SimConfig {
+    let cfg = SimConfig {
         cpus: m.machine.cpus as usize,
         path: match m.machine.path {
             PathKind::Quest => InterruptPath::Quest,
@@ -373,9 +395,6 @@ pub fn from_model(m: &Model, base: &Path) -> Result<SimConfig, SystemError> {
         max_window_values: max_window_values(s),
         records: records(s),
     };
-    if let Some(c) = &m.costs {
-        costs::apply(&mut cfg, c);
-    }
     Ok(cfg)
 }
 

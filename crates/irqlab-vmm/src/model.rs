@@ -1,26 +1,32 @@
 //! A hypervisor model (`irqlab-model`, `machine.path: hypervisor`) on the
-//! real VMM: the same YAML the analysis and the simulator read.
+//! real VMM: the same YAML the analysis and the simulator read, resolved
+//! once by `irqlab-system` (`irqlab_system::resolve`); this module maps
+//! that resolved system onto the VMM and reads the model no further.
 //!
-//! Mapping (what cannot run for real is refused with the field and the
-//! reason): one guest with one VCPU (its server: deferrable or sporadic
-//! with the model's budget and period); each virtual interrupt becomes a
-//! guest device whose DSR spends the virtual interrupt's `isr` plus its DSR
-//! tasks' WCETs per event (the guest's own ISR is what it is); its physical
-//! interrupt becomes a host event source (UDP datagrams to the device, one
-//! every `min_interarrival` plus a uniform share of `jitter`); a
-//! background task becomes the guest's busy loop; a managed virtual
-//! interrupt gets a pseudo-VCPU (VINT Eq. 1, or Eq. 2 with unmanaged
-//! interrupts on the VCPU, for `budget: auto`; §V-A order for
-//! `priority: auto`); a periodic task becomes a task of the guest kernel's
+//! Mapping (what cannot run for real is refused with the model's field --
+//! from the resolved system's `origin` -- and the reason): one guest with
+//! one VCPU (its server: deferrable or sporadic with the model's budget and
+//! period); each virtual interrupt becomes a guest device whose DSR spends
+//! the virtual interrupt's `isr` plus its DSR tasks' WCETs per event (the
+//! guest's own ISR is what it is); its physical interrupt becomes a host
+//! event source (UDP datagrams to the device, one every `min_interarrival`
+//! plus a uniform share of `jitter`); a background task becomes the
+//! guest's busy loop; a managed virtual interrupt gets the pseudo-VCPU the
+//! resolved system chose (budget by VINT Eq. 1/2 for `budget: auto`, rank
+//! by the §V-A order for `priority: auto`: the simulator's and the
+//! analysis' values); a periodic task becomes a task of the guest kernel's
 //! scheduler (released by its LAPIC timer), and a DSR task's priority the
 //! DSR's (at most `NTASK_MAX` periodic tasks; one DSR task's priority per
 //! virtual interrupt, the highest of its DSR tasks).
 //!
 //! Design principle: a pure translation, tested without KVM.
 
+use std::path::Path;
+
 use irqlab_core::Nanos;
-use irqlab_model::model::{AutoDuration, AutoPriority, VmPolicy};
 use irqlab_model::Model;
+use irqlab_system::config::{DeviceKind as SysDevice, InterruptPath, Phase, PolicyCfg, Release};
+use irqlab_system::{Resolved, SystemError};
 
 use crate::abi::{FLAG_BUSY, NDEV};
 use crate::error::VmmError;
@@ -49,186 +55,173 @@ fn refuse(field: impl Into<String>, value: impl std::fmt::Display, rule: &str) -
     VmmError::config(field, value, rule)
 }
 
-/// Translate `m` for the VMM.
-pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
-    let vms = m.vms.as_ref().ok_or_else(|| {
-        refuse(
-            "machine.path",
-            format!("{:?}", m.machine.path),
-            "the VMM runs hypervisor models (path: hypervisor, with vms)",
-        )
-    })?;
-    if vms.guests.len() != 1 || vms.guests[0].vcpus.len() != 1 {
-        return Err(refuse(
-            "vms.guests",
-            format!(
-                "{} guests, {} VCPUs in the first",
-                vms.guests.len(),
-                vms.guests.first().map_or(0, |g| g.vcpus.len())
-            ),
-            "the VMM runs one guest with one VCPU",
-        ));
+/// A lowering error of the resolved system, with its field path.
+fn system_error(e: SystemError) -> VmmError {
+    match e {
+        SystemError::Config { path, value, rule } => VmmError::config(path, value, rule),
+        e => VmmError::config("(model)", "", e.to_string()),
     }
-    let g = &vms.guests[0];
-    let v = &g.vcpus[0];
-    let (budget, period) = (v.budget.0, v.period.0);
-    let vcpu = match v.policy {
-        VmPolicy::Deferrable => VcpuServer::Deferrable { budget, period },
-        VmPolicy::Sporadic => VcpuServer::Sporadic { budget, period },
+}
+
+/// Resolve `m` (`base`: the model file's directory) and translate it for
+/// the VMM. A model of another machine is refused before it is resolved
+/// (its lowering's own complaints are not the VMM's to report).
+pub fn from_model(m: &Model, base: &Path) -> Result<ModelRun, VmmError> {
+    if m.machine.path != irqlab_model::model::PathKind::Hypervisor {
+        return Err(not_hypervisor(format!("{:?}", m.machine.path)));
+    }
+    from_system(&irqlab_system::resolve(m, base).map_err(system_error)?)
+}
+
+fn not_hypervisor(path: String) -> VmmError {
+    refuse(
+        "machine.path",
+        path,
+        "the VMM runs hypervisor models (path: hypervisor, with vms)",
+    )
+}
+
+/// Translate a resolved hypervisor system for the VMM.
+pub fn from_system(r: &Resolved) -> Result<ModelRun, VmmError> {
+    let (c, o) = (&r.config, &r.origin);
+    if c.path != InterruptPath::Hypervisor {
+        return Err(not_hypervisor(format!("{:?}", c.path)));
+    }
+    let g = match o.guests.as_slice() {
+        [g] if g.servers.len() == 1 => g,
+        _ => {
+            return Err(refuse(
+                "vms.guests",
+                format!(
+                    "{} guests, {} VCPUs in the first",
+                    o.guests.len(),
+                    o.guests.first().map_or(0, |g| g.servers.len())
+                ),
+                "the VMM runs one guest with one VCPU",
+            ))
+        }
     };
-    let vcpu_policy = match v.policy {
-        VmPolicy::Deferrable => Replenish::Deferrable,
-        VmPolicy::Sporadic => Replenish::Sporadic,
+    let s = g.servers[0];
+    let server = &c.servers[s];
+    let vcpu = match server.policy {
+        PolicyCfg::Deferrable { budget, period } => VcpuServer::Deferrable {
+            budget: Nanos(budget),
+            period: Nanos(period),
+        },
+        PolicyCfg::Sporadic { budget, period, .. } => VcpuServer::Sporadic {
+            budget: Nanos(budget),
+            period: Nanos(period),
+        },
+        _ => {
+            return Err(refuse(
+                format!("{}.policy", o.servers[s].path),
+                &server.name,
+                "a VCPU on the VMM is a deferrable or sporadic server",
+            ))
+        }
     };
     let mut flags = 0;
     let mut tasks = Vec::new();
-    for (i, t) in v.tasks.iter().enumerate() {
-        let is_dsr = g
-            .virtual_interrupts
-            .iter()
-            .any(|x| x.dsr.iter().any(|n| n == &t.name));
-        if t.background {
+    for (t, to) in c.tasks.iter().zip(&o.tasks).filter(|(t, _)| t.server == s) {
+        if to.background {
             flags |= FLAG_BUSY;
-        } else if !is_dsr {
-            let field = format!("vms.guests[0].vcpus[0].tasks[{i}]");
-            let (Some(period), Some(wcet)) = (t.period, t.wcet) else {
+            continue;
+        }
+        match (&t.release, t.program.as_slice()) {
+            (Release::Periodic { period, offset, .. }, [Phase::Compute { ns }]) => {
+                tasks.push(GuestTask {
+                    name: t.name.clone(),
+                    priority: u64::from(t.priority),
+                    period: Nanos(*period),
+                    wcet: Nanos(*ns),
+                    offset: Nanos(*offset),
+                })
+            }
+            _ => {
                 return Err(refuse(
-                    field,
+                    to.path.clone(),
                     &t.name,
                     "a guest task is periodic (period and wcet), background, or a DSR task",
-                ));
-            };
-            tasks.push(GuestTask {
-                name: t.name.clone(),
-                priority: u64::from(t.priority),
-                period: period.0,
-                wcet: wcet.0,
-                offset: t.offset.map_or(Nanos::ZERO, |o| o.0),
-            });
+                ))
+            }
         }
     }
+    let vcpu_path = &o.servers[s].path;
     crate::tasks::check(&tasks).map_err(|e| {
         refuse(
-            "vms.guests[0].vcpus[0].tasks",
+            format!("{vcpu_path}.tasks"),
             format!("{} periodic", tasks.len()),
             &e.to_string(),
         )
     })?;
-    if g.virtual_interrupts.len() > NDEV {
+    if g.virqs.len() > NDEV {
         return Err(refuse(
-            "vms.guests[0].virtual_interrupts",
-            g.virtual_interrupts.len(),
+            format!("{}.virtual_interrupts", g.path),
+            g.virqs.len(),
             &format!("the guest kernel has {NDEV} device slots"),
         ));
     }
-    let task_wcet = |name: &str| {
-        v.tasks
-            .iter()
-            .find(|t| t.name == name)
-            .and_then(|t| t.wcet)
-            .map_or(Nanos::ZERO, |d| d.0)
-    };
-    let eoi_of =
-        |x: &irqlab_model::model::VirtInterrupt| x.eoi.or(vms.eoi).map_or(Nanos::ZERO, |d| d.0);
     let mut devices = Vec::new();
     let mut dsr_costs = Vec::new();
     let mut dsr_priorities = Vec::new();
-    let mut sources = Vec::new();
+    let mut sources: Vec<Source> = Vec::new();
     let mut vint = Vec::new();
-    for (d, x) in g.virtual_interrupts.iter().enumerate() {
-        let field = format!("vms.guests[0].virtual_interrupts[{d}]");
-        let p = vms
-            .physical_interrupts
-            .iter()
-            .find(|p| p.name == x.physical)
-            .ok_or_else(|| {
-                refuse(
-                    format!("{field}.physical"),
-                    &x.physical,
-                    "no such physical interrupt",
-                )
-            })?;
-        if sources.iter().any(|s: &Source| s.name == p.name) {
+    for (d, &k) in g.virqs.iter().enumerate() {
+        let (x, xo) = (&c.virqs[k], &o.virqs[k]);
+        let p = &c.devices[x.phys];
+        let SysDevice::Generic {
+            min_interarrival,
+            jitter,
+            start,
+            ..
+        } = p.kind
+        else {
             return Err(refuse(
-                format!("{field}.physical"),
-                &x.physical,
+                format!("{}.physical", xo.path),
+                &p.name,
+                "a physical interrupt of the hypervisor machine",
+            ));
+        };
+        if sources.iter().any(|s| s.name == p.name) {
+            return Err(refuse(
+                format!("{}.physical", xo.path),
+                &p.name,
                 "on the VMM a physical interrupt feeds one virtual interrupt",
             ));
         }
-        let dsr: Nanos = x
-            .dsr
-            .iter()
-            .map(|n| task_wcet(n))
-            .fold(Nanos::ZERO, |a, b| a + b);
         devices.push(DeviceConfig {
             name: x.name.clone(),
             kind: DeviceKind::Udp {
                 bind: std::net::SocketAddr::from(([127, 0, 0, 1], 0)),
             },
         });
-        dsr_costs.push(x.isr.0 + dsr);
+        dsr_costs.push(Nanos(x.isr) + Nanos(x.dsr));
         // The DSR runs at its most urgent DSR task's priority (above every
         // task when it has none).
         dsr_priorities.push(
-            x.dsr
-                .iter()
-                .map(|n| u64::from(dsr_prio(v, n)))
-                .max()
+            xo.dsr_top
                 .filter(|&p| p > 0)
-                .unwrap_or_else(|| crate::tasks::default_dsr_priority(d)),
+                .map_or_else(|| crate::tasks::default_dsr_priority(d), u64::from),
         );
         sources.push(Source {
             name: p.name.clone(),
             device: d,
-            min_interarrival: p.min_interarrival.0,
-            jitter: p.jitter.map_or(Nanos::ZERO, |j| j.0),
-            start: p.start.map_or(Nanos::ZERO, |s| s.0),
+            min_interarrival: Nanos(min_interarrival),
+            jitter: Nanos(jitter),
+            start: Nanos(start),
         });
-        let t_i = x.min_interarrival.map_or(p.min_interarrival.0, |t| t.0);
-        vint.push(match &x.vint {
-            None => None,
-            Some(s) => {
-                let t_p = s.period.map_or(t_i, |t| t.0);
-                let budget = match s.budget {
-                    AutoDuration::Value(b) => b.0,
-                    AutoDuration::Auto => {
-                        // Eq. 1; Eq. 2 adds the ISRs of the VCPU's unmanaged
-                        // interrupts to every instance.
-                        let extra = g
-                            .virtual_interrupts
-                            .iter()
-                            .filter(|u| u.vint.is_none())
-                            .fold(Nanos::ZERO, |a, u| a + u.isr.0 + eoi_of(u));
-                        PseudoVcpu::eq1_budget(x.isr.0 + eoi_of(x) + dsr + extra, t_i, t_p)
-                    }
-                };
-                // §V-A: above the VCPU; higher priority -> smaller rank.
-                let rank = match s.priority {
-                    AutoPriority::Value(p) => 1000u64.saturating_sub(u64::from(p)).max(1),
-                    AutoPriority::Auto => {
-                        let mine = x.dsr.iter().map(|n| dsr_prio(v, n)).max().unwrap_or(0);
-                        1 + g
-                            .virtual_interrupts
-                            .iter()
-                            .filter(|u| u.vint.is_some())
-                            .filter(|u| {
-                                u.dsr.iter().map(|n| dsr_prio(v, n)).max().unwrap_or(0) > mine
-                            })
-                            .count() as u64
-                    }
-                };
-                Some(PseudoVcpu {
-                    budget,
-                    period: t_p,
-                    min_interarrival: t_i,
-                    policy: s.policy.map_or(vcpu_policy, |p| match p {
-                        VmPolicy::Deferrable => Replenish::Deferrable,
-                        VmPolicy::Sporadic => Replenish::Sporadic,
-                    }),
-                    rank,
-                })
-            }
-        });
+        let t_i = x.min_interarrival.unwrap_or(min_interarrival);
+        vint.push(x.pseudo.as_ref().map(|p| PseudoVcpu {
+            budget: Nanos(p.budget),
+            period: Nanos(p.period),
+            min_interarrival: Nanos(t_i),
+            policy: if p.deferrable {
+                Replenish::Deferrable
+            } else {
+                Replenish::Sporadic
+            },
+            rank: p.rank,
+        }));
     }
     Ok(ModelRun {
         cfg: VmmConfig {
@@ -242,15 +235,8 @@ pub fn from_model(m: &Model) -> Result<ModelRun, VmmError> {
             ..Default::default()
         },
         sources,
-        duration: m.simulation.duration.0,
+        duration: Nanos(c.duration),
     })
-}
-
-fn dsr_prio(v: &irqlab_model::model::GuestVcpu, name: &str) -> u32 {
-    v.tasks
-        .iter()
-        .find(|t| t.name == name)
-        .map_or(0, |t| t.priority)
 }
 
 #[cfg(test)]
@@ -259,13 +245,17 @@ mod tests {
 
     const CASE: &str = include_str!("../../../python/irqlab/scenarios/vint-case.yaml");
 
+    fn from_model_(m: &Model) -> Result<ModelRun, VmmError> {
+        from_model(m, Path::new(""))
+    }
+
     fn load(text: &str) -> Model {
         irqlab_model::load_str(text).expect("valid model").0
     }
 
     #[test]
     fn the_case_study_maps_by_hand() {
-        let r = from_model(&load(CASE)).expect("maps");
+        let r = from_model_(&load(CASE)).expect("maps");
         // MPlayer, a periodic task of the guest's scheduler; netperf-rx the
         // DSR at its priority, above it.
         assert_eq!(
@@ -315,7 +305,7 @@ mod tests {
             "budget: 2ms, priority: auto}",
             "budget: auto, priority: auto}",
         );
-        let r = from_model(&load(&text)).expect("maps");
+        let r = from_model_(&load(&text)).expect("maps");
         // ceil(10 ms / 100 us) = 100 instances of isr 10 + eoi 2 + dsr 30 us.
         let p = r.cfg.vint[0].expect("managed");
         assert_eq!(p.budget, Nanos::from_us(100 * 42));
@@ -335,7 +325,7 @@ mod tests {
             "            - {name: mplayer, priority: 5, wcet: 6ms, period: 33.367ms}\n",
             &five,
         );
-        let e = from_model(&load(&text)).unwrap_err().to_string();
+        let e = from_model_(&load(&text)).unwrap_err().to_string();
         assert!(
             e.contains("vcpus[0].tasks") && e.contains("at most 4"),
             "{e}"
@@ -347,7 +337,7 @@ mod tests {
         let m = load(include_str!(
             "../../../python/irqlab/scenarios/quest-table1.yaml"
         ));
-        let e = from_model(&m).unwrap_err().to_string();
+        let e = from_model_(&m).unwrap_err().to_string();
         assert!(e.contains("machine.path"), "{e}");
     }
 }

@@ -15,7 +15,8 @@
 //! (`deadline_misses`, `response.p50_ns`, `latency`, `share_fraction`...)
 //! so `irqlab compare` puts both side by side.
 //!
-//! Design principles: one loader (`irqlab_model::load_str`); the program
+//! Design principles: one loader (`irqlab_model::load_str`) and one
+//! lowering (`irqlab_system::resolve`, which `plan` maps); the program
 //! interpreter is shared by every path; the run stops after its duration or
 //! at SIGINT/SIGTERM and still reports; the host's timer stalls (a thread
 //! woken late for its release) are measured and reported, so a value above

@@ -1,29 +1,33 @@
-//! Lowering a validated system model (`irqlab_model::Model`) to what runs on
-//! real threads, and refusing what cannot run for real with the field, the
-//! value and the reason (docs/runtime.md, "irqlab run MODEL.yaml").
+//! The resolved system (`irqlab_system::resolve`: the model lowered once,
+//! for every back end) as it runs on real threads, refusing what cannot run
+//! for real with the model's field, the value and the reason
+//! (docs/runtime.md, "irqlab run MODEL.yaml").
 //!
 //! Design principles: the model is loaded and validated by `irqlab_model`
-//! alone (one loader, one set of messages); this module adds only the
-//! rules of the real machine (what `irqlab-rt` and this kernel can carry
-//! out), never a second reading of the model's meaning. Every model value
-//! is either carried out, refused, or -- when the real machine supplies its
-//! own cost (the kernel's softirq on the linux path) -- named in `notes`,
-//! never dropped silently. Top-half costs are carried out on the quest
-//! paths (spun by the top half per event) and refused on the linux path,
-//! whose top half is the kernel's.
+//! alone and resolved by `irqlab_system` alone (one loader, one lowering,
+//! one set of messages); this module adds only the rules of the real
+//! machine (what `irqlab-rt` and this kernel can carry out), never a second
+//! reading of the model's meaning; field paths come from the resolved
+//! system's `origin`. Measured `costs:` are not the runtime's (it pays
+//! this machine's overheads itself): `resolve` leaves them out. Every
+//! resolved value is either carried out, refused, or -- when the real
+//! machine supplies its own cost (the kernel's softirq on the linux path)
+//! -- named in `notes`, never dropped silently. Top-half costs are carried
+//! out on the quest paths (spun by the top half per event) and refused on
+//! the linux path, whose top half is the kernel's.
 
 use irqlab_core::{Inherit, Nanos, Utilization};
-use irqlab_model::handling::upcall_server;
-use irqlab_model::model::{
-    ArrivalKind, DeviceKindName, InheritMode, Ksoftirqd, PathKind, Policy, RunBackend, Source,
-    Upcall, VcpuKind,
+use irqlab_model::model::{PathKind, RunBackend, RunOptions, Source, Upcall};
+use irqlab_system::config::{
+    ArrivalCfg, DeviceKind, InterruptPath, PolicyCfg, Release as SysRelease,
 };
-use irqlab_model::{device_class, Model};
+use irqlab_system::{Resolved, SystemError};
 
 use crate::error::RtError;
-use crate::sys;
 
+mod host;
 mod io;
+use host::{linux_knobs, real_cpus};
 use io::{request_device, xhci_plans, Lowering};
 
 /// A server of the model, as the real run builds it.
@@ -299,8 +303,27 @@ fn refuse(field: impl Into<String>, value: impl ToString, why: &str) -> RtError 
     RtError::config(field, value, why)
 }
 
-fn ns(d: Option<irqlab_model::units::Duration>) -> Nanos {
-    d.map_or(Nanos::ZERO, |d| d.0)
+/// A lowering error of the resolved system, with its field path.
+fn system_error(e: SystemError) -> RtError {
+    match e {
+        SystemError::Config { path, value, rule } => RtError::config(path, value, rule),
+        e => RtError::config("(model)", "", e.to_string()),
+    }
+}
+
+/// The model's name of a resolved path.
+fn path_kind(p: InterruptPath) -> PathKind {
+    match p {
+        InterruptPath::Quest => PathKind::Quest,
+        InterruptPath::QuestNoIovcpu => PathKind::QuestNoIovcpu,
+        InterruptPath::Linux => PathKind::Linux,
+        InterruptPath::Hypervisor => PathKind::Hypervisor,
+    }
+}
+
+/// The SCHED_FIFO priority (1..99) of a resolved rank (`100 - priority`).
+fn fifo_priority(rank: u64) -> u32 {
+    u32::try_from(100u64.saturating_sub(rank)).unwrap_or(0)
 }
 
 /// A model's top-half cost `field = cost` as the real run spends it: on
@@ -323,10 +346,15 @@ fn top_half_cost(path: PathKind, field: String, cost: Nanos) -> Result<Nanos, Rt
     Ok(cost)
 }
 
-/// Parse and validate `text` with the model's own loader, then lower it for
-/// a real run (`duration`/`seed` override `simulation.duration`/`seed`).
-/// `name` is the model file's path: files it names (arrival traces) are
-/// read relative to its directory, and the run is named by its file name.
+const HYPERVISOR: &str = "irqlab run carries out quest, quest-no-iovcpu and linux machines; a \
+                          hypervisor model runs on the KVM VMM (`irqlab vmm`), which does not \
+                          take a model file yet";
+
+/// Parse and validate `text` with the model's own loader, resolve it
+/// (`irqlab_system::resolve`), then plan it for a real run
+/// (`duration`/`seed` override `simulation.duration`/`seed`). `name` is the
+/// model file's path: files it names (arrival traces) are read relative to
+/// its directory, and the run is named by its file name.
 pub fn plan(
     name: &str,
     text: &str,
@@ -335,203 +363,207 @@ pub fn plan(
 ) -> Result<Plan, RtError> {
     let (m, _warnings) = irqlab_model::load_str(text)
         .map_err(|e| RtError::config(name, "(model)", e.to_string()))?;
+    if m.machine.path == PathKind::Hypervisor {
+        // refused before it is resolved: its lowering's complaints are not
+        // the runtime's to report
+        return Err(refuse("machine.path", "hypervisor", HYPERVISOR));
+    }
     let file = std::path::Path::new(name);
     let short = file
         .file_name()
         .map_or(name.into(), |f| f.to_string_lossy());
-    lower(
-        &short,
-        &m,
-        file.parent().unwrap_or(std::path::Path::new("")),
+    let base = file.parent().unwrap_or(std::path::Path::new(""));
+    let system = irqlab_system::resolve(&m, base).map_err(system_error)?;
+    let opts = RunOpts {
+        runtime: m.runtime.clone().unwrap_or_default(),
         duration,
         seed,
-    )
+    };
+    lower(&short, &system, &opts)
 }
 
-/// Lower a valid model, or refuse what cannot run for real.
-pub fn lower(
-    name: &str,
-    m: &Model,
-    base: &std::path::Path,
-    duration: Option<Nanos>,
-    seed: Option<u64>,
-) -> Result<Plan, RtError> {
-    let path = m.machine.path;
+/// The run's own options: the model's `runtime:` section (which the
+/// simulator and the analysis do not read) and the command line's
+/// overrides of `simulation.duration` and `seed`.
+#[derive(Clone, Debug, Default)]
+pub struct RunOpts {
+    pub runtime: RunOptions,
+    pub duration: Option<Nanos>,
+    pub seed: Option<u64>,
+}
+
+/// Plan a resolved system for a real run, or refuse what cannot run for
+/// real.
+pub fn lower(name: &str, r: &Resolved, opts: &RunOpts) -> Result<Plan, RtError> {
+    let (c, o) = (&r.config, &r.origin);
+    let path = path_kind(c.path);
     if path == PathKind::Hypervisor {
-        return Err(refuse(
-            "machine.path",
-            "hypervisor",
-            "irqlab run carries out quest, quest-no-iovcpu and linux machines; a hypervisor \
-             model runs on the KVM VMM (`irqlab vmm`), which does not take a model file yet",
-        ));
+        return Err(refuse("machine.path", "hypervisor", HYPERVISOR));
     }
-    let (cpus, gen_cpu) = real_cpus(m)?;
-    let opts = m.runtime.clone().unwrap_or_default();
-    if opts.report_samples > crate::SAMPLES {
+    let (cpus, gen_cpu) = real_cpus(c.cpus, &opts.runtime)?;
+    let run = &opts.runtime;
+    if run.report_samples > crate::SAMPLES {
         return Err(refuse(
             "runtime.report_samples",
-            opts.report_samples,
+            run.report_samples,
             &format!("at most {} (the recorder's capacity)", crate::SAMPLES),
         ));
     }
     let mut notes = Vec::new();
-    let xhci = xhci_plans(m, path)?;
-    let ksoftirqd = match &m.machine.linux {
-        Some(l) => linux_knobs(l, path)?,
-        None => None,
-    };
-    // VCPUs.
+    let xhci = xhci_plans(c, path)?;
+    let ksoftirqd = linux_knobs(&c.linux, o.ksoftirqd_fifo, path)?;
+    // VCPUs: the model's (the servers of user upcalls follow them).
     let mut vcpus = Vec::new();
-    for (i, v) in m.vcpus.iter().enumerate() {
-        let f = |k: &str| format!("vcpus[{i}].{k}");
-        if v.max_repl
-            .is_some_and(|r| r != irqlab_core::DEFAULT_MAX_REPL)
+    for (i, (v, vo)) in c.servers.iter().zip(&o.servers).enumerate() {
+        if vo.upcall_of.is_some() {
+            continue;
+        }
+        let f = |k: &str| format!("{}.{k}", vo.path);
+        if let PolicyCfg::Sporadic {
+            max_repl,
+            background,
+            ..
+        } = v.policy
         {
-            return Err(refuse(
-                f("max_repl"),
-                v.max_repl.unwrap_or_default(),
-                "irqlab-rt's sporadic servers keep the default replenishment queue (32)",
-            ));
+            if max_repl != irqlab_core::DEFAULT_MAX_REPL {
+                return Err(refuse(
+                    f("max_repl"),
+                    max_repl,
+                    "irqlab-rt's sporadic servers keep the default replenishment queue (32)",
+                ));
+            }
+            if background {
+                return Err(refuse(
+                    f("background"),
+                    "true",
+                    "irqlab-rt parks a depleted server; it has no background mode",
+                ));
+            }
         }
-        if v.background == Some(true) {
-            return Err(refuse(
-                f("background"),
-                "true",
-                "irqlab-rt parks a depleted server; it has no background mode",
-            ));
-        }
-        let io = v.kind == VcpuKind::Io;
-        let bp = || (ns(v.budget), ns(v.period));
+        let io = vo.io;
         let linux = path == PathKind::Linux;
-        let policy =
-            match (v.policy, linux) {
-                (Policy::Fifo, _) => VcpuPolicy::Fifo {
-                    priority: v.priority.unwrap_or(1).clamp(1, 98),
-                },
-                (Policy::Cbs, true) if !io => VcpuPolicy::Deadline {
-                    runtime: ns(v.runtime),
-                    period: ns(v.period),
-                },
-                (p, true) => return Err(refuse(
+        let name_of = |p: &PolicyCfg| match p {
+            PolicyCfg::Sporadic { .. } => "sporadic",
+            PolicyCfg::Pibs { .. } => "pibs",
+            PolicyCfg::Deferrable { .. } => "deferrable",
+            PolicyCfg::Polling { .. } => "polling",
+            PolicyCfg::Cbs { .. } => "cbs",
+            PolicyCfg::Unbounded {} => "fifo",
+        };
+        let policy = match (&v.policy, linux) {
+            (PolicyCfg::Unbounded {}, _) => VcpuPolicy::Fifo {
+                priority: v.rank.map_or(1, fifo_priority).clamp(1, 98),
+            },
+            (&PolicyCfg::Cbs { runtime, period }, true) if !io => VcpuPolicy::Deadline {
+                runtime: Nanos(runtime),
+                period: Nanos(period),
+            },
+            (p, true) => {
+                return Err(refuse(
                     f("policy"),
-                    format!("{p:?}").to_lowercase(),
+                    name_of(p),
                     "the linux baseline runs tasks as plain SCHED_FIFO (fifo) or SCHED_DEADLINE \
                      (cbs, Main VCPUs) threads, without irqlab servers; use path quest for \
                      budgeted servers",
-                )),
-                (Policy::Sporadic, false) => {
-                    let (budget, period) = bp();
-                    VcpuPolicy::Sporadic { budget, period }
-                }
-                (Policy::Deferrable, false) if !io => {
-                    let (budget, period) = bp();
-                    VcpuPolicy::Deferrable { budget, period }
-                }
-                (Policy::Pibs, false) if io => VcpuPolicy::Pibs {
-                    utilization: v.utilization.map_or(Utilization::ZERO, |u| u.0),
-                    inherit: match v.inherit {
-                        Some(InheritMode::Strict) => Inherit::Strict,
-                        _ => Inherit::Paper,
-                    },
+                ))
+            }
+            (&PolicyCfg::Sporadic { budget, period, .. }, false) => VcpuPolicy::Sporadic {
+                budget: Nanos(budget),
+                period: Nanos(period),
+            },
+            (&PolicyCfg::Deferrable { budget, period }, false) if !io => VcpuPolicy::Deferrable {
+                budget: Nanos(budget),
+                period: Nanos(period),
+            },
+            (&PolicyCfg::Pibs { num, den, strict }, false) if io => VcpuPolicy::Pibs {
+                utilization: Utilization::new(num, den).unwrap_or(Utilization::ZERO),
+                inherit: if strict {
+                    Inherit::Strict
+                } else {
+                    Inherit::Paper
                 },
-                (p, false) => {
-                    return Err(refuse(
-                        f("policy"),
-                        format!("{p:?}").to_lowercase(),
-                        if io {
-                            "an I/O VCPU on real threads is pibs, sporadic or fifo"
-                        } else {
-                            "a Main VCPU on real threads is sporadic, deferrable or fifo \
+            },
+            (p, false) => {
+                return Err(refuse(
+                    f("policy"),
+                    name_of(p),
+                    if io {
+                        "an I/O VCPU on real threads is pibs, sporadic or fifo"
+                    } else {
+                        "a Main VCPU on real threads is sporadic, deferrable or fifo \
                          (irqlab-rt has no polling server, and CBS only on the linux path)"
-                        },
-                    ))
-                }
-            };
+                    },
+                ))
+            }
+        };
         let budgeted = matches!(
             policy,
             VcpuPolicy::Sporadic { .. } | VcpuPolicy::Deferrable { .. }
         );
-        if v.priority.is_some() && budgeted && io {
+        let priority = v.rank.map(fifo_priority);
+        if priority.is_some() && budgeted && io {
             return Err(refuse(
                 f("priority"),
-                v.priority.unwrap_or_default(),
+                priority.unwrap_or_default(),
                 "irqlab-rt ranks a sporadic I/O VCPU by its period (rate-monotonic)",
             ));
         }
         vcpus.push(VcpuPlan {
             name: v.name.clone(),
             io,
-            cpu: v.cpu as usize,
+            cpu: v.cpu,
             policy,
-            priority: if budgeted { v.priority } else { None },
-            io_class: v.io_class.clone(),
+            priority: if budgeted { priority } else { None },
+            io_class: c.classes[..o.model_classes]
+                .iter()
+                .find(|k| k.iovcpu == Some(i))
+                .map(|k| k.name.clone()),
         });
     }
-    let vidx = |n: &str| vcpus.iter().position(|v| v.name == n);
     // Devices.
-    let classes = irqlab_model::class_names(m);
     let mut devices = Vec::new();
     let mut routes = Vec::new();
-    for (i, d) in m.devices.iter().enumerate() {
-        let f = |k: &str| format!("devices[{i}].{k}");
-        // A user upcall's events are on no class: its path is named like
-        // the simulator's server for it.
-        let class = device_class(m, &d.name).map_or_else(|| upcall_server(&d.name), str::to_string);
-        let (kind, arrival) = match d.kind {
-            DeviceKindName::Nic => {
-                let Some(a) = d.arrival.as_ref() else {
-                    return Err(refuse(f("arrival"), "(missing)", "a nic has an arrival"));
-                };
-                let (start, stop) = (ns(a.start), a.stop.map(|s| s.0));
-                let arrival = match a.kind {
-                    ArrivalKind::Periodic | ArrivalKind::Flood => Arrival::Periodic {
-                        interval: ns(a.interval),
-                        start,
-                        stop,
-                    },
-                    ArrivalKind::Poisson => Arrival::Poisson {
-                        rate_per_s: a.rate.unwrap_or(0.0),
-                        start,
-                        stop,
-                    },
-                    ArrivalKind::Burst => Arrival::Burst {
-                        count: a.count.unwrap_or(1).max(1),
-                        gap: ns(a.gap),
-                        every: ns(a.every),
-                        start,
-                        stop,
-                    },
-                    ArrivalKind::PingFlood => Arrival::PingFlood {
-                        rtt: ns(a.rtt),
-                        interval: PING_FALLBACK,
-                        start,
-                        stop,
-                    },
-                    ArrivalKind::Trace => {
-                        let file = base.join(a.file.as_deref().unwrap_or_default());
-                        let times = irqlab_model::limits::read_trace_file(&file).map_err(
-                            |(line, value, rule)| {
-                                let at = line.map_or(String::new(), |k| format!(" line {k}"));
-                                refuse(format!("{}{at}", f("arrival.file")), value, &rule)
-                            },
-                        )?;
-                        Arrival::Trace {
-                            times: times.into_iter().map(Nanos).collect(),
-                        }
-                    }
-                };
-                (DevKind::Nic, arrival)
-            }
-            DeviceKindName::Generic => (
+    for (i, (d, dorig)) in c.devices.iter().zip(&o.devices).enumerate() {
+        let f = |k: &str| format!("{}.{k}", dorig.path);
+        let class = c.classes[d.class].name.clone();
+        let source = dorig.source.unwrap_or_default();
+        let upcall = dorig.upcall.clone();
+        let (kind, arrival, (top, bottom), (tk, bk), bytes, buffer) = match &d.kind {
+            DeviceKind::Nic {
+                arrival,
+                top_half,
+                bottom_half,
+                bytes,
+                buffer,
+                ..
+            } => (
+                DevKind::Nic,
+                nic_arrival(arrival),
+                (Nanos(*top_half), Nanos(*bottom_half)),
+                ("top_half", "bottom_half"),
+                *bytes,
+                *buffer as u64,
+            ),
+            DeviceKind::Generic {
+                min_interarrival,
+                jitter,
+                isr,
+                dsr,
+                start,
+            } => (
                 DevKind::Generic,
                 Arrival::Sporadic {
-                    min: ns(d.min_interarrival),
-                    jitter: ns(d.jitter),
-                    start: ns(d.start),
+                    min: Nanos(*min_interarrival),
+                    jitter: Nanos(*jitter),
+                    start: Nanos(*start),
                 },
+                (Nanos(*isr), Nanos(*dsr)),
+                ("isr", "dsr"),
+                64,
+                1024,
             ),
-            DeviceKindName::Disk | DeviceKindName::Usb => {
-                devices.push(request_device(m, i, class, path, &mut routes)?);
+            DeviceKind::Disk { .. } | DeviceKind::Usb { .. } => {
+                devices.push(request_device(c, o, i, class, path, &mut routes)?);
                 continue;
             }
         };
@@ -544,13 +576,6 @@ pub fn lower(
                 ));
             }
         }
-        let ((top, bottom), (tk, bk)) = match kind {
-            DevKind::Nic => (
-                (ns(d.top_half), ns(d.bottom_half)),
-                ("top_half", "bottom_half"),
-            ),
-            _ => ((ns(d.isr), ns(d.dsr)), ("isr", "dsr")),
-        };
         let top = top_half_cost(path, f(tk), top)?;
         if path == PathKind::Linux && !bottom.is_zero() {
             notes.push(format!(
@@ -559,13 +584,12 @@ pub fn lower(
                 f(bk)
             ));
         }
-        if d.ring.is_some() {
+        if dorig.ring.is_some() {
             notes.push(format!(
                 "{}: the kernel's loopback backlog replaces the model's receive ring",
                 f("ring")
             ));
         }
-        let bytes = d.packet.map_or(64, |s| s.0);
         if bytes > 65_507 {
             return Err(refuse(
                 f("packet"),
@@ -573,24 +597,23 @@ pub fn lower(
                 "a UDP datagram on loopback carries at most 65507 bytes",
             ));
         }
-        let bytes = bytes as usize;
         devices.push(DevPlan {
             name: d.name.clone(),
             kind,
             class,
             arrival: Some(arrival),
-            bytes,
-            buffer: d.buffer.unwrap_or(1024) as u64,
+            bytes: bytes as usize,
+            buffer,
             bottom_half: if path == PathKind::Linux {
                 Nanos::ZERO
             } else {
                 bottom
             },
             top_half: top,
-            omega_main: ns(d.omega_main),
+            omega_main: Nanos(d.omega_main),
             readers: Vec::new(),
-            source: d.source.unwrap_or_default(),
-            upcall: d.upcall.clone(),
+            source,
+            upcall,
             usb: None,
             latency: Nanos::ZERO,
             routes: Vec::new(),
@@ -598,8 +621,8 @@ pub fn lower(
     }
     // Tasks.
     let mut tasks = Vec::new();
-    for (i, t) in m.tasks.iter().enumerate() {
-        let f = |k: &str| format!("tasks[{i}].{k}");
+    for (i, (t, to)) in c.tasks.iter().zip(&o.tasks).enumerate() {
+        let f = |k: &str| format!("{}.{k}", to.path);
         if t.abort_on_miss {
             return Err(refuse(
                 f("abort_on_miss"),
@@ -607,22 +630,31 @@ pub fn lower(
                 "a real thread's job cannot be aborted at its deadline",
             ));
         }
-        let vcpu = vidx(&t.vcpu).ok_or_else(|| refuse(f("vcpu"), &t.vcpu, "no such VCPU"))?;
-        let release = match t.period {
-            Some(p) => Release::Periodic {
-                period: p.0,
-                deadline: t.deadline.map_or(p.0, |d| d.0),
-                offset: ns(t.offset),
-                jobs: t.jobs,
+        let vcpu = t.server;
+        if vcpu >= vcpus.len() {
+            return Err(refuse(f("vcpu"), vcpu, "no such VCPU"));
+        }
+        let release = match t.release {
+            SysRelease::Periodic {
+                period,
+                deadline,
+                offset,
+                jobs,
+            } => Release::Periodic {
+                period: Nanos(period),
+                deadline: Nanos(deadline.unwrap_or(period)),
+                offset: Nanos(offset),
+                jobs,
             },
-            None => Release::Once {
-                offset: ns(t.offset),
-                deadline: t.deadline.map(|d| d.0),
+            SysRelease::Once { at } => Release::Once {
+                offset: Nanos(at),
+                deadline: None,
             },
         };
         let mut lw = Lowering {
-            m,
+            c,
             task: i,
+            writes: to.writes.iter(),
             devices: &mut devices,
             routes: &mut routes,
             xhci: &xhci,
@@ -632,10 +664,10 @@ pub fn lower(
         // fifo VCPU's tasks are threads at its one SCHED_FIFO priority,
         // which the kernel orders by wake-up instead.
         if let (VcpuPolicy::Fifo { .. }, PathKind::Linux) = (&vcpus[vcpu].policy, path) {
-            if let Some(u) = m
+            if let Some(u) = c
                 .tasks
                 .iter()
-                .find(|u| u.vcpu == t.vcpu && u.priority != t.priority)
+                .find(|u| u.server == t.server && u.priority != t.priority)
             {
                 return Err(refuse(
                     f("priority"),
@@ -651,10 +683,10 @@ pub fn lower(
             }
         }
         if let VcpuPolicy::Deadline { .. } = vcpus[vcpu].policy {
-            if m.tasks.iter().filter(|u| u.vcpu == t.vcpu).count() > 1 {
+            if c.tasks.iter().filter(|u| u.server == t.server).count() > 1 {
                 return Err(refuse(
                     f("vcpu"),
-                    &t.vcpu,
+                    &vcpus[vcpu].name,
                     "SCHED_DEADLINE reserves per thread: a cbs VCPU runs one task on the linux \
                      path",
                 ));
@@ -668,128 +700,79 @@ pub fn lower(
             program,
         });
     }
-    let consumers = classes
-        .iter()
-        .map(|c| {
-            m.classes
-                .iter()
-                .find(|s| &s.name == c)
-                .and_then(|s| s.consumer.as_deref())
-                .and_then(|n| tasks.iter().position(|t| t.name == n))
-        })
-        .collect();
+    let model_classes = &c.classes[..o.model_classes];
     Ok(Plan {
         name: name.to_string(),
         path,
         cpus,
         gen_cpu,
-        duration: duration.unwrap_or(m.simulation.duration.0),
-        seed: seed.unwrap_or(m.simulation.seed),
+        duration: opts.duration.unwrap_or(Nanos(c.duration)),
+        seed: opts.seed.unwrap_or(c.seed),
         vcpus,
         tasks,
         devices,
         xhci,
         routes,
-        classes,
-        consumers,
+        classes: model_classes.iter().map(|k| k.name.clone()).collect(),
+        consumers: model_classes.iter().map(|k| k.consumer).collect(),
         notes,
-        require_fifo: opts.require_fifo,
-        backend: match opts.backend {
+        require_fifo: run.require_fifo,
+        backend: match run.backend {
             RunBackend::Epoll => crate::Backend::Epoll,
             RunBackend::IoUring => crate::Backend::IoUring,
         },
-        report_samples: opts.report_samples,
+        report_samples: run.report_samples,
         ksoftirqd,
     })
 }
 
-/// The real CPU of each model CPU (`runtime.cpus`, else the last allowed
-/// ones) and the generators' (`runtime.generator_cpu`, else an allowed CPU
-/// the run does not manage, if any).
-fn real_cpus(m: &Model) -> Result<(Vec<usize>, Option<usize>), RtError> {
-    let allowed = sys::allowed_cpus();
-    let ncpu = m.machine.cpus as usize;
-    let opts = m.runtime.as_ref();
-    let usable = |field: String, c: u32| {
-        if allowed.contains(&(c as usize)) {
-            Ok(c as usize)
-        } else {
-            Err(refuse(
-                field,
-                c,
-                &format!("not a CPU this run may use ({allowed:?})"),
-            ))
-        }
-    };
-    let cpus: Vec<usize> = match opts.and_then(|o| o.cpus.as_ref()) {
-        Some(c) => c
-            .iter()
-            .enumerate()
-            .map(|(k, &x)| usable(format!("runtime.cpus[{k}]"), x))
-            .collect::<Result<_, _>>()?,
-        None if ncpu > allowed.len() => {
-            return Err(refuse(
-                "machine.cpus",
-                ncpu,
-                &format!(
-                    "this machine lets the run use {} CPU(s) ({:?})",
-                    allowed.len(),
-                    allowed
-                ),
-            ))
-        }
-        None => allowed[allowed.len() - ncpu..].to_vec(),
-    };
-    let gen_cpu = match opts.and_then(|o| o.generator_cpu) {
-        Some(g) => Some(usable("runtime.generator_cpu".into(), g)?),
-        None => allowed.iter().copied().find(|c| !cpus.contains(c)),
-    };
-    Ok((cpus, gen_cpu))
-}
-
-/// The kernel's own softirq handling is what the linux path measures: the
-/// model's knobs for it must match this kernel, or be refused; returns the
-/// ksoftirqd priority to apply for the run.
-fn linux_knobs(l: &irqlab_model::model::LinuxSpec, path: PathKind) -> Result<Option<u32>, RtError> {
-    if path != PathKind::Linux {
-        return Ok(None);
-    }
-    if let Some(n) = l.max_softirq_restart.filter(|&n| n != 10) {
-        return Err(refuse(
-            "machine.linux.max_softirq_restart",
-            n,
-            "this kernel's MAX_SOFTIRQ_RESTART is 10, a compile-time constant",
-        ));
-    }
-    if let Some(t) = l.max_softirq_time.filter(|t| t.0 != Nanos::from_ms(2)) {
-        return Err(refuse(
-            "machine.linux.max_softirq_time",
-            t.0,
-            "this kernel's MAX_SOFTIRQ_TIME is 2ms, a compile-time constant",
-        ));
-    }
-    let rt = std::fs::read_to_string("/sys/kernel/realtime").is_ok_and(|s| s.trim() == "1");
-    if l.threaded_bh && !rt {
-        return Err(refuse(
-            "machine.linux.threaded_bh",
-            "true",
-            "this kernel is not PREEMPT_RT (/sys/kernel/realtime): its bottom halves are not \
-             all threaded",
-        ));
-    }
-    match &l.ksoftirqd {
-        None => Ok(None),
-        Some(Ksoftirqd::Fifo(p)) => Ok(Some(*p)),
-        Some(Ksoftirqd::Deadline { runtime, period }) => Err(refuse(
-            "machine.linux.ksoftirqd",
-            format!(
-                "deadline {{runtime: {} ns, period: {} ns}}",
-                runtime.0.as_ns(),
-                period.0.as_ns()
-            ),
-            "ksoftirqd/N is bound to its CPU and the kernel admits SCHED_DEADLINE only for a \
-             task whose affinity spans its root domain; a one-CPU root domain needs an \
-             exclusive cpuset partition, which a per-CPU kernel thread cannot join: use fifo",
-        )),
+/// A nic's arrivals.
+fn nic_arrival(a: &ArrivalCfg) -> Arrival {
+    match a {
+        &ArrivalCfg::Periodic {
+            interval,
+            start,
+            stop,
+        } => Arrival::Periodic {
+            interval: Nanos(interval),
+            start: Nanos(start),
+            stop: stop.map(Nanos),
+        },
+        &ArrivalCfg::Poisson {
+            rate_per_s,
+            start,
+            stop,
+        } => Arrival::Poisson {
+            rate_per_s,
+            start: Nanos(start),
+            stop: stop.map(Nanos),
+        },
+        &ArrivalCfg::Burst {
+            count,
+            gap,
+            every,
+            start,
+            stop,
+        } => Arrival::Burst {
+            count: count.max(1),
+            gap: Nanos(gap),
+            every: Nanos(every),
+            start: Nanos(start),
+            stop: stop.map(Nanos),
+        },
+        &ArrivalCfg::PingFlood {
+            rtt,
+            interval,
+            start,
+            stop,
+        } => Arrival::PingFlood {
+            rtt: Nanos(rtt),
+            interval: Nanos(interval),
+            start: Nanos(start),
+            stop: stop.map(Nanos),
+        },
+        ArrivalCfg::Trace { times } => Arrival::Trace {
+            times: times.iter().copied().map(Nanos).collect(),
+        },
     }
 }

@@ -447,7 +447,10 @@ fn model(args: &[String]) -> Result<(), String> {
     let path = args.first().ok_or("model FILE.yaml [--seconds S]")?;
     let text = std::fs::read_to_string(path).map_err(|e| format!("{path}: {e}"))?;
     let (m, warnings) = irqlab_model::load_str(&text).map_err(|e| format!("{path}: {e}"))?;
-    let run = irqlab_vmm::model::from_model(&m).map_err(|e| format!("{path}: {e}"))?;
+    let base = std::path::Path::new(path)
+        .parent()
+        .unwrap_or(std::path::Path::new(""));
+    let run = irqlab_vmm::model::from_model(&m, base).map_err(|e| format!("{path}: {e}"))?;
     let dur = match arg(args, "--seconds")? {
         Some(s) => Duration::from_secs(s),
         None => Duration::from_nanos(run.duration.0),
