@@ -185,7 +185,7 @@ def test_analyze_other_paths_and_bad_input(tmp_path: Path,
     assert main(["analyze", str(scenario_path("quest-table1"))]) == 1
     out = capsys.readouterr().out
     assert "QUEST-VCPU Eq. 1" in out and "VCPU1.cd-reader  in VCPU1: released once" in out
-    assert "server VCPU0: it does not receive its budget within its period" in out
+    assert "server VCPU1: it does not receive its budget within its period" in out
     assert "read VCPU1.cd-reader <- cdrom: no bound: Omega_IO 3840000 ns exceeds" in out
     bad = scenario_path("vint-analysis").read_text().replace("budget: 3ms", "budget: -3ms", 1)
     model = tmp_path / "bad.yaml"
