@@ -259,7 +259,8 @@ def test_analyze_quest_task_over_the_server_supply(
     (task,) = json.loads(out.read_text())["model"]["tasks"]
     assert (task["response"], task["deadline"]) == (300_000, 5_000_000)
     assert "slack 4.700ms" in capsys.readouterr().out
-    two = text + "  - {name: low, vcpu: main, priority: 0, period: 5ms, program: [{compute: 100us}]}\n"
+    two = text + ("  - {name: low, vcpu: main, priority: 0, period: 5ms, "
+                  "program: [{compute: 100us}]}\n")
     assert main(["analyze", str(_model(tmp_path, two)), "--json", str(out)]) == 0
     tasks = {t["name"]: t["response"] for t in json.loads(out.read_text())["model"]["tasks"]}
     assert tasks == {"hungry": 300_000, "low": 400_000}
