@@ -19,7 +19,7 @@ APT_PACKAGES := ghdl yosys rt-tests chromium clang libbpf-dev linux-libc-dev bpf
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export VIRTUAL_ENV := $(CURDIR)/$(VENV)
 
-.PHONY: all setup apt venv develop wheel demo test test-rust test-python lint lint-kernel bench clean guest kernel test-kernel fuzz fuzz-smoke dispatch
+.PHONY: all setup apt venv develop wheel demo demo-kernel test test-rust test-python lint lint-kernel bench clean guest kernel test-kernel fuzz fuzz-smoke dispatch
 
 all: setup
 
@@ -65,6 +65,7 @@ setup: apt develop dispatch
 
 demo: setup
 	$(VENV)/bin/irqlab demo
+	@$(MAKE) --no-print-directory demo-kernel
 	@if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then \
 	  echo "== real VMM (irqlab-vmm): UDP echoes to a busy KVM guest, VCPU 4 ms / 10 ms, without and with vINT =="; \
 	  for v in "" "--vint 1000 300"; do \
@@ -75,6 +76,15 @@ demo: setup
 	    $(RT_HOST) $(CARGO) run --release -q -p irqlab-vmm --bin irqlab-vmm -- storm --scheme $$s --util 80 \
 	      --seconds 2 --summary || exit 1; done; \
 	else echo "real-VMM demo skipped: /dev/kvm is absent or not permitted"; fi
+
+# The Quest kernel (kernel/) under QEMU: a quest model's VCPUs, tasks and USB
+# devices run in the guest, next to the simulator's run of the same model
+# (emulated time; docs/kernel.md).
+demo-kernel: kernel
+	@if command -v qemu-system-x86_64 >/dev/null; then \
+	  echo "== the Quest kernel on QEMU (emulated time): usb-guest-small in the guest and in the simulator =="; \
+	  $(VENV)/bin/irqlab guest usb-guest-small --out out/guest || exit 1; \
+	else echo "Quest-kernel demo skipped: qemu-system-x86_64 is absent"; fi
 
 # The guest kernel of irqlab-vmm (cargo builds it too, through build.rs).
 guest:
